@@ -1,0 +1,174 @@
+"""Load and save DFlash drafters in the published safetensors layout.
+
+Weights: ``layers.N.self_attn.{q,k,v,o}_proj.weight``, ``layers.N.self_attn.{q,k}_norm.weight``,
+``layers.N.mlp.{gate,up,down}_proj.weight``, ``layers.N.{input,post_attention}_layernorm.weight``,
+``norm.weight``, ``hidden_norm.weight`` and ``fc.weight`` of shape [H, K*H].  No embeddings or
+lm_head: the target's are shared.  Large drafters are sharded with an HF-style index file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+from .config import DFlashConfig, config_error
+from .draft_model import DFlashDraftModel
+
+SINGLE_FILE = "model.safetensors"
+INDEX_FILE = "model.safetensors.index.json"
+# Some exporters wrap the drafter in a module called ``model``.
+_STRIPPED_PREFIXES = ("model.",)
+
+
+def weight_files(directory: str) -> list[str]:
+    """The safetensors files of a drafter directory, in index order when an index exists."""
+    index = os.path.join(directory, INDEX_FILE)
+    if os.path.exists(index):
+        with open(index, encoding="utf-8") as f:
+            names = sorted(set(json.load(f)["weight_map"].values()))
+        return [os.path.join(directory, n) for n in names]
+    files = sorted(n for n in os.listdir(directory) if n.endswith(".safetensors"))
+    if not files:
+        raise config_error("draft model path", directory, "a directory with *.safetensors weights")
+    return [os.path.join(directory, n) for n in files]
+
+
+def read_state_dict(directory: str) -> dict[str, torch.Tensor]:
+    """All drafter tensors, with wrapper prefixes removed."""
+    state: dict[str, torch.Tensor] = {}
+    for file in weight_files(directory):
+        try:
+            with safe_open(file, framework="pt") as f:
+                for key in f.keys():
+                    name = key
+                    for prefix in _STRIPPED_PREFIXES:
+                        if name.startswith(prefix):
+                            name = name[len(prefix):]
+                    state[name] = f.get_tensor(key)
+        except Exception as e:  # safetensors raises its own error types
+            raise config_error("weights file", file, f"a readable safetensors file ({e})") from e
+    return state
+
+
+def expected_shapes(config: DFlashConfig) -> dict[str, tuple[int, ...]]:
+    """Name -> shape of every tensor a checkpoint for ``config`` must hold."""
+    h, d, i = config.hidden_size, config.head_dim, config.intermediate_size
+    q, kv = config.num_attention_heads * d, config.num_key_value_heads * d
+    shapes: dict[str, tuple[int, ...]] = {
+        "fc.weight": (h, config.num_context_layers * h),
+        "hidden_norm.weight": (h,),
+        "norm.weight": (h,),
+    }
+    for n in range(config.num_hidden_layers):
+        p = f"layers.{n}."
+        shapes.update({
+            p + "input_layernorm.weight": (h,),
+            p + "post_attention_layernorm.weight": (h,),
+            p + "self_attn.q_proj.weight": (q, h),
+            p + "self_attn.k_proj.weight": (kv, h),
+            p + "self_attn.v_proj.weight": (kv, h),
+            p + "self_attn.o_proj.weight": (h, q),
+            p + "self_attn.q_norm.weight": (d,),
+            p + "self_attn.k_norm.weight": (d,),
+            p + "mlp.gate_proj.weight": (i, h),
+            p + "mlp.up_proj.weight": (i, h),
+            p + "mlp.down_proj.weight": (h, i),
+        })
+        if config.attention_bias:
+            shapes.update({p + "self_attn.q_proj.bias": (q,), p + "self_attn.k_proj.bias": (kv,),
+                           p + "self_attn.v_proj.bias": (kv,), p + "self_attn.o_proj.bias": (h,)})
+    return shapes
+
+
+def check_state_dict(config: DFlashConfig, state: dict[str, Any]) -> None:
+    """Raise one clear error for the first missing, unexpected or mis-shaped tensor."""
+    shapes = expected_shapes(config)
+    missing = [k for k in shapes if k not in state]
+    if missing:
+        raise config_error("weights", f"missing {missing[:4]}{' ...' if len(missing) > 4 else ''}",
+                           f"all {len(shapes)} drafter tensors of the published layout")
+    unexpected = sorted(k for k in state if k not in shapes)
+    if unexpected:
+        raise config_error("weights", f"unexpected {unexpected[:4]}",
+                           "only drafter tensors (no embed_tokens/lm_head: the target's are shared)")
+    for name, shape in shapes.items():
+        got = tuple(state[name].shape)
+        if got != shape:
+            what = "[hidden_size, K*hidden_size] with K=len(target_layer_ids)" if name == "fc.weight" else "the config"
+            raise config_error(f"{name} shape", list(got), f"{list(shape)} from {what}")
+
+
+def load_drafter(
+    directory: str,
+    target_config: Any | None = None,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str = "cpu",
+) -> DFlashDraftModel:
+    """Read, validate (against ``target_config`` when given) and build a drafter."""
+    config = DFlashConfig.from_pretrained(directory)
+    if target_config is not None:
+        config.validate_against_target(target_config)
+    state = read_state_dict(directory)
+    check_state_dict(config, state)
+    model = DFlashDraftModel(config)
+    model.load_state_dict(state, strict=True)
+    return model.to(device=device, dtype=dtype).eval()
+
+
+def _shards(state: dict[str, torch.Tensor], max_shard_bytes: int) -> list[dict[str, torch.Tensor]]:
+    shards: list[dict[str, torch.Tensor]] = [{}]
+    size = 0
+    for name, tensor in state.items():
+        nbytes = tensor.numel() * tensor.element_size()
+        if shards[-1] and size + nbytes > max_shard_bytes:
+            shards.append({})
+            size = 0
+        shards[-1][name] = tensor
+        size += nbytes
+    return shards
+
+
+def save_drafter(
+    model: DFlashDraftModel,
+    directory: str,
+    dtype: torch.dtype | None = None,
+    max_shard_bytes: int = 2**31,
+    extra_files: Iterable[tuple[str, str]] = (),
+) -> list[str]:
+    """Write config.json and safetensors (sharded past ``max_shard_bytes``); returns written files."""
+    os.makedirs(directory, exist_ok=True)
+    written = [model.config.save(directory)]
+    state = {k: v.detach().to(dtype or v.dtype).contiguous().cpu() for k, v in model.state_dict().items()}
+    check_state_dict(model.config, state)
+    for stale in os.listdir(directory):
+        if stale.endswith(".safetensors") or stale == INDEX_FILE:
+            os.remove(os.path.join(directory, stale))
+    shards = _shards(state, max_shard_bytes)
+    metadata = {"format": "pt"}
+    if len(shards) == 1:
+        path = os.path.join(directory, SINGLE_FILE)
+        save_file(shards[0], path, metadata=metadata)
+        written.append(path)
+    else:
+        weight_map = {}
+        for n, shard in enumerate(shards, start=1):
+            name = f"model-{n:05d}-of-{len(shards):05d}.safetensors"
+            save_file(shard, os.path.join(directory, name), metadata=metadata)
+            weight_map.update({k: name for k in shard})
+            written.append(os.path.join(directory, name))
+        total = sum(t.numel() * t.element_size() for t in state.values())
+        index = os.path.join(directory, INDEX_FILE)
+        with open(index, "w", encoding="utf-8") as f:
+            json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
+        written.append(index)
+    for name, text in extra_files:
+        path = os.path.join(directory, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        written.append(path)
+    return written

@@ -1,0 +1,228 @@
+"""Reference DFlash speculative generation against a Hugging Face causal LM (CPU-capable, batched).
+
+This is the single source of truth for the algorithm; the SGLang worker is checked against it.
+One step for every active row:
+
+    block    = [last accepted token, MASK x (S-1)]  at positions seq_len .. seq_len+S-1
+    drafts   = lm_head(drafter(block | context K/V))[1:]          (one non-causal pass)
+    verify   = target(block with drafts)                           (one pass, S tokens)
+    accept   = longest matching prefix (greedy) / speculative sampling, + 1 bonus token
+    commit   = target KV of the block's first accept+1 columns stays valid, the rest is masked;
+               their target hidden states are projected into the drafter's context cache
+
+Rows accept different numbers of tokens; both caches keep per-row validity masks and are
+compacted (left-padded) so that their length tracks the longest row, not the step count.
+Finished rows leave the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from .draft_model import DFlashDraftModel, gather_kv_columns, left_pack_order
+from .speculative import (
+    BatchSampling,
+    SamplingParams,
+    block_positions,
+    build_block,
+    greedy_accept,
+    sample_from,
+    sampling_probs,
+    speculative_sampling_accept,
+    truncate_at_stop,
+)
+
+
+@dataclass
+class SpecResult:
+    """Generated tokens and acceptance statistics per request."""
+
+    token_ids: list[list[int]]
+    accept_lengths: list[list[int]]  # per verify step: tokens committed (accepted drafts + bonus)
+    finish_reasons: list[str]  # "stop" or "length"
+    num_prompt_tokens: list[int] = field(default_factory=list)
+
+    @property
+    def num_verify_steps(self) -> list[int]:
+        return [len(a) for a in self.accept_lengths]
+
+    @property
+    def tau(self) -> list[float]:
+        """Mean tokens committed per verify step, per request (nan for a request with no step)."""
+        return [sum(a) / len(a) if a else float("nan") for a in self.accept_lengths]
+
+    @property
+    def mean_tau(self) -> float:
+        """Tokens per verify step over the whole batch."""
+        steps = sum(self.num_verify_steps)
+        return sum(map(sum, self.accept_lengths)) / steps if steps else float("nan")
+
+
+class _TargetCache:
+    """The target's HF DynamicCache plus a per-row validity mask over its columns."""
+
+    def __init__(self, config, attention_mask: torch.Tensor) -> None:
+        from transformers import DynamicCache
+
+        self.cache = DynamicCache(config=config)
+        self.valid = attention_mask.bool()
+
+    def mask_with(self, new_columns: int) -> torch.Tensor:
+        ones = torch.ones(self.valid.shape[0], new_columns, dtype=torch.long, device=self.valid.device)
+        return torch.cat([self.valid.long(), ones], dim=1)
+
+    def commit(self, block_valid: torch.Tensor) -> None:
+        self.valid = torch.cat([self.valid, block_valid], dim=1)
+        order = left_pack_order(self.valid)
+        self.valid = self.valid.gather(1, order)
+        for layer in self.cache.layers:
+            layer.keys = gather_kv_columns(layer.keys, order)
+            layer.values = gather_kv_columns(layer.values, order)
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        self.cache.batch_select_indices(rows)
+        self.valid = self.valid[rows]
+
+
+def _left_pad(prompts: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(p) for p in prompts)
+    ids = torch.zeros(len(prompts), width, dtype=torch.long)
+    mask = torch.zeros(len(prompts), width, dtype=torch.long)
+    for row, prompt in enumerate(prompts):
+        ids[row, width - len(prompt):] = torch.tensor(list(prompt), dtype=torch.long)
+        mask[row, width - len(prompt):] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _check_inputs(target: nn.Module, drafter: DFlashDraftModel, prompts: Sequence[Sequence[int]], block_size: int) -> None:
+    if not prompts or any(len(p) == 0 for p in prompts):
+        raise ValueError("prompts must be a non-empty list of non-empty token id lists")
+    if block_size < 2:
+        raise ValueError(f"block_size={block_size} is invalid; expected >= 2 (the last token plus at least one draft)")
+    if getattr(target.config, "sliding_window", None) and getattr(target.config, "use_sliding_window", True):
+        if any(t == "sliding_attention" for t in (getattr(target.config, "layer_types", None) or [])):
+            raise NotImplementedError("the reference supports full-attention targets only (sliding-window target layers found)")
+    drafter.config.validate_against_target(target.config)
+
+
+def _sample_first(logits: torch.Tensor, sampling: BatchSampling, generator: torch.Generator | None) -> torch.Tensor:
+    return sample_from(sampling_probs(logits[:, None, :], sampling), generator)[:, 0]
+
+
+def _draft(
+    target: nn.Module,
+    drafter: DFlashDraftModel,
+    block: torch.Tensor,
+    positions: torch.Tensor,
+    cache,
+    sampling: BatchSampling,
+    generator: torch.Generator | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One drafter pass: draft tokens [B, S-1] and their distributions (one-hot for greedy rows)."""
+    embeds = target.get_input_embeddings()(block)
+    hidden = drafter.draft_block(embeds, positions, cache)
+    draft_logits = target.get_output_embeddings()(hidden[:, 1:].to(embeds.dtype))
+    draft_probs = sampling_probs(draft_logits, sampling)
+    tokens = torch.where(sampling.greedy[:, None], draft_logits.argmax(-1), sample_from(draft_probs, generator))
+    return tokens, draft_probs
+
+
+def _accept(
+    drafts: torch.Tensor,
+    draft_probs: torch.Tensor,
+    target_logits: torch.Tensor,
+    sampling: BatchSampling,
+    generator: torch.Generator | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    greedy_len, greedy_emitted = greedy_accept(drafts, target_logits)
+    if bool(sampling.greedy.all()):
+        return greedy_len, greedy_emitted
+    spec_len, spec_emitted = speculative_sampling_accept(drafts, draft_probs, sampling_probs(target_logits, sampling), generator)
+    greedy = sampling.greedy
+    return torch.where(greedy, greedy_len, spec_len), torch.where(greedy[:, None], greedy_emitted, spec_emitted)
+
+
+@torch.inference_mode()
+def spec_generate(
+    target: nn.Module,
+    drafter: DFlashDraftModel,
+    prompts: Sequence[Sequence[int]],
+    sampling: SamplingParams | Sequence[SamplingParams] = SamplingParams(),
+    block_size: int | None = None,
+    generator: torch.Generator | None = None,
+) -> SpecResult:
+    """Generate continuations of ``prompts`` with DFlash speculative decoding.
+
+    ``sampling`` is one :class:`SamplingParams` for all rows or one per row (greedy and sampled
+    rows can share a batch).  ``block_size`` defaults to the drafter's.
+    """
+    block_size = block_size or drafter.block_size
+    _check_inputs(target, drafter, prompts, block_size)
+    params = [sampling] * len(prompts) if isinstance(sampling, SamplingParams) else list(sampling)
+    if len(params) != len(prompts):
+        raise ValueError(f"got {len(params)} SamplingParams for {len(prompts)} prompts")
+    device = target.get_input_embeddings().weight.device
+    batch = BatchSampling.from_params(params, device)
+    max_new = torch.tensor([p.max_new_tokens for p in params], device=device)
+    layer_ids = drafter.config.target_layer_ids
+
+    # Prefill: the whole prompt in one target pass; its features seed the drafter's context.
+    input_ids, attention_mask = _left_pad(prompts, device)
+    positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+    tcache = _TargetCache(target.config, attention_mask)
+    out = target(input_ids, attention_mask=attention_mask, position_ids=positions, past_key_values=tcache.cache,
+                 use_cache=True, output_hidden_states=True, logits_to_keep=1)
+    pending = _sample_first(out.logits[:, -1], batch, generator)
+    dcache = drafter.new_cache(len(prompts), device, drafter.fc.weight.dtype)
+    drafter.extend_cache(dcache, drafter.select_target_features(out.hidden_states, layer_ids),
+                         attention_mask.bool(), positions)
+    seq_lens = attention_mask.sum(1)
+
+    tokens = [[int(t)] for t in pending.tolist()]
+    accept_lengths: list[list[int]] = [[] for _ in prompts]
+    reasons = ["length"] * len(prompts)
+    _, first_stop = truncate_at_stop(pending[:, None], torch.ones_like(max_new), max_new, batch.stop_token_ids)
+    for row in torch.nonzero(first_stop).flatten().tolist():
+        reasons[row] = "stop"
+    active = ~first_stop & (max_new > 1)
+    rows = torch.arange(len(prompts), device=device)  # batch position -> request index
+
+    while True:
+        keep = torch.nonzero(active).flatten()
+        if keep.numel() == 0:
+            break
+        if keep.numel() < rows.numel():
+            rows, pending, seq_lens, batch = rows[keep], pending[keep], seq_lens[keep], batch.select(keep)
+            tcache.select_rows(keep)
+            dcache.select_rows(keep)
+
+        block = build_block(pending, block_size, drafter.mask_token_id)
+        pos = block_positions(seq_lens, block_size)
+        drafts, draft_probs = _draft(target, drafter, block, pos, dcache, batch, generator)
+        block[:, 1:] = drafts
+        out = target(block, attention_mask=tcache.mask_with(block_size), position_ids=pos,
+                     past_key_values=tcache.cache, use_cache=True, output_hidden_states=True)
+        accept_len, emitted = _accept(drafts, draft_probs, out.logits, batch, generator)
+
+        # Commit: block columns 0..accept_len hold committed tokens (KV + context features).
+        committed = torch.arange(block_size, device=device)[None, :] <= accept_len[:, None]
+        tcache.commit(committed)
+        drafter.extend_cache(dcache, drafter.select_target_features(out.hidden_states, layer_ids), committed, pos)
+        seq_lens = seq_lens + accept_len + 1
+        pending = emitted.gather(1, accept_len[:, None])[:, 0]
+
+        produced = torch.tensor([len(tokens[r]) for r in rows.tolist()], device=device)
+        count, hit_stop = truncate_at_stop(emitted, accept_len + 1, max_new[rows] - produced, batch.stop_token_ids)
+        active = ~hit_stop & (produced + count < max_new[rows])
+        for i, r in enumerate(rows.tolist()):
+            n = int(count[i])
+            tokens[r].extend(emitted[i, :n].tolist())
+            accept_lengths[r].append(n)
+            if bool(hit_stop[i]):
+                reasons[r] = "stop"
+
+    return SpecResult(tokens, accept_lengths, reasons, [len(p) for p in prompts])

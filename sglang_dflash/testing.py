@@ -1,0 +1,137 @@
+"""Tiny random targets and drafters for tests, examples and CPU training runs.
+
+Everything here is deterministic given a seed and small enough for a 2-core CPU. Targets are
+ordinary Hugging Face ``LlamaForCausalLM`` / ``Qwen3ForCausalLM`` models; drafters are
+:class:`~sglang_dflash.draft_model.DFlashDraftModel` in the published checkpoint format.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+from torch import nn
+
+from .checkpoint import save_drafter
+from .config import DFlashConfig
+from .draft_model import DFlashDraftModel
+
+FAMILIES = ("llama", "qwen3")
+
+
+def tiny_target_config(family: str = "llama", **overrides: Any):
+    """A small HF config of the given family (defaults: vocab 64, hidden 32, 6 layers)."""
+    from transformers import LlamaConfig, Qwen3Config
+
+    if family not in FAMILIES:
+        raise ValueError(f"family={family!r} is invalid; expected one of {FAMILIES}")
+    fields: dict[str, Any] = dict(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=6, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, max_position_embeddings=1024, initializer_range=0.1,
+        tie_word_embeddings=False, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+    )
+    fields.update(overrides)
+    config = (LlamaConfig if family == "llama" else Qwen3Config)(**fields)
+    config._attn_implementation = "sdpa"
+    return config
+
+
+def make_tiny_target(family: str = "llama", seed: int = 0, **overrides: Any) -> nn.Module:
+    """A random float32 HF causal LM in eval mode."""
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(tiny_target_config(family, **overrides), dtype=torch.float32)
+    return model.eval()
+
+
+def drafter_config_for(
+    target_config: Any,
+    num_layers: int = 1,
+    block_size: int = 4,
+    target_layer_ids: list[int] | None = None,
+    mask_token_id: int | None = None,
+    **overrides: Any,
+) -> DFlashConfig:
+    """A drafter config that fits ``target_config`` (same hidden size, heads and vocab)."""
+    t = target_config.get_text_config() if hasattr(target_config, "get_text_config") else target_config
+    head_dim = getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads
+    rope = getattr(t, "rope_parameters", None) or {"rope_type": "default", "rope_theta": getattr(t, "rope_theta", 10000.0)}
+    raw: dict[str, Any] = {
+        "architectures": ["DFlashDraftModel"],
+        "hidden_size": t.hidden_size,
+        "num_hidden_layers": num_layers,
+        "num_attention_heads": t.num_attention_heads,
+        "num_key_value_heads": t.num_key_value_heads,
+        "head_dim": head_dim,
+        "intermediate_size": t.intermediate_size,
+        "vocab_size": t.vocab_size,
+        "rms_norm_eps": t.rms_norm_eps,
+        "rope_parameters": dict(rope),
+        "max_position_embeddings": t.max_position_embeddings,
+        "block_size": block_size,
+        "num_target_layers": t.num_hidden_layers,
+        "dflash_config": {"mask_token_id": t.vocab_size - 1 if mask_token_id is None else mask_token_id},
+    }
+    if target_layer_ids is not None:
+        raw["dflash_config"]["target_layer_ids"] = list(target_layer_ids)
+    raw.update(overrides)
+    return DFlashConfig.from_dict(raw)
+
+
+def init_drafter_weights(model: DFlashDraftModel, seed: int = 0, std: float = 0.1) -> DFlashDraftModel:
+    """Normal(0, std) linear weights, unit norms: a random but well-conditioned drafter."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.fill_(1.0)
+            elif name.endswith(".bias"):
+                p.zero_()
+            else:
+                p.copy_(torch.randn(p.shape, generator=gen) * std)
+    return model
+
+
+def make_tiny_drafter(target_config: Any, seed: int = 0, std: float = 0.1, **config_kwargs: Any) -> DFlashDraftModel:
+    """A random drafter for ``target_config``; ``config_kwargs`` go to :func:`drafter_config_for`."""
+    return init_drafter_weights(DFlashDraftModel(drafter_config_for(target_config, **config_kwargs)), seed, std).eval()
+
+
+def save_tiny_pair(directory: str, family: str = "llama", seed: int = 0, **drafter_kwargs: Any) -> tuple[str, str]:
+    """Write a tiny target (HF format) and a matching drafter (DFlash format) under ``directory``."""
+    target = make_tiny_target(family, seed)
+    target_dir, drafter_dir = os.path.join(directory, "target"), os.path.join(directory, "drafter")
+    target.save_pretrained(target_dir)
+    save_drafter(make_tiny_drafter(target.config, seed=seed + 1, **drafter_kwargs), drafter_dir)
+    return target_dir, drafter_dir
+
+
+def arrange_oracle(target: nn.Module, drafter: DFlashDraftModel, token_id: int, strength: float, dim: int = 0) -> None:
+    """Rewire a random target and drafter so the drafter predicts what the target mostly says.
+
+    Hidden dimension ``dim`` becomes a constant "highway": every token embeds to the same large
+    value there and no layer writes to it.  The target's lm_head reads that dimension only for
+    ``token_id``, scaled by ``strength`` through its final norm, so a larger ``strength`` makes the
+    target say ``token_id`` more often (always, for a large enough value), while its other logits
+    stay random and context dependent.  The drafter's final norm reads the highway alone, so it
+    always drafts ``token_id``: acceptance is high, and ragged where the target disagrees.
+    """
+    if target.config.tie_word_embeddings:
+        raise ValueError("arrange_oracle needs a target with untied embeddings (tie_word_embeddings=False)")
+    with torch.no_grad():
+        embed = target.get_input_embeddings().weight
+        embed[:, dim] = 3.0 * embed.std()
+        for layers in (target.model.layers, drafter.layers):
+            for layer in layers:
+                layer.self_attn.o_proj.weight[dim] = 0
+                layer.mlp.down_proj.weight[dim] = 0
+                if layer.self_attn.o_proj.bias is not None:
+                    layer.self_attn.o_proj.bias[dim] = 0
+        head = target.get_output_embeddings().weight
+        head[:, dim] = 0
+        head[token_id, dim] = 1.0
+        target.model.norm.weight[dim] = strength
+        drafter.norm.weight.zero_()
+        drafter.norm.weight[dim] = 1.0

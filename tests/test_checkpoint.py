@@ -1,0 +1,101 @@
+"""Drafter checkpoints: save -> load gives identical outputs; bad weights fail clearly."""
+
+import json
+import os
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from sglang_dflash import SamplingParams, load_drafter, save_drafter, spec_generate
+from sglang_dflash.checkpoint import INDEX_FILE
+from sglang_dflash.config import DFlashConfigError
+from sglang_dflash.testing import make_tiny_drafter, make_tiny_target
+
+
+@pytest.fixture(scope="module")
+def target():
+    return make_tiny_target("qwen3", seed=3)
+
+
+def prompts():
+    return [[3, 4, 5, 6], [9, 8], [1, 2, 3, 4, 5, 6, 7, 8, 9]]
+
+
+def test_round_trip_gives_identical_generation(tmp_path, target):
+    drafter = make_tiny_drafter(target.config, seed=4, num_layers=2, block_size=4)
+    save_drafter(drafter, str(tmp_path))
+    loaded = load_drafter(str(tmp_path), target_config=target.config)
+    for name, tensor in drafter.state_dict().items():
+        assert torch.equal(tensor, loaded.state_dict()[name]), name
+    params = SamplingParams(max_new_tokens=24)
+    assert spec_generate(target, drafter, prompts(), params).token_ids == spec_generate(target, loaded, prompts(), params).token_ids
+    with open(tmp_path / "config.json") as f:
+        assert json.load(f)["architectures"] == ["DFlashDraftModel"]
+    names = set(load_file(tmp_path / "model.safetensors"))
+    assert "fc.weight" in names and "hidden_norm.weight" in names and "layers.1.mlp.down_proj.weight" in names
+    assert not any("embed" in n or "lm_head" in n for n in names)
+
+
+def test_sharded_round_trip(tmp_path, target):
+    drafter = make_tiny_drafter(target.config, seed=5, num_layers=2)
+    files = save_drafter(drafter, str(tmp_path), max_shard_bytes=20_000)
+    shards = [f for f in files if f.endswith(".safetensors")]
+    assert len(shards) > 1 and all(os.path.getsize(f) <= 20_000 + 4096 for f in shards)
+    assert os.path.exists(tmp_path / INDEX_FILE)
+    loaded = load_drafter(str(tmp_path))
+    for name, tensor in drafter.state_dict().items():
+        assert torch.equal(tensor, loaded.state_dict()[name]), name
+
+
+def test_bf16_save_and_model_prefix_are_accepted(tmp_path, target):
+    drafter = make_tiny_drafter(target.config, seed=6)
+    save_drafter(drafter, str(tmp_path), dtype=torch.bfloat16)
+    state = load_file(tmp_path / "model.safetensors")
+    assert all(t.dtype == torch.bfloat16 for t in state.values())
+    save_file({"model." + k: v for k, v in state.items()}, tmp_path / "model.safetensors")
+    loaded = load_drafter(str(tmp_path))
+    assert torch.equal(loaded.fc.weight, drafter.fc.weight.to(torch.bfloat16).float())
+
+
+def _corrupt(tmp_path, target, edit):
+    save_drafter(make_tiny_drafter(target.config, seed=7), str(tmp_path))
+    state = load_file(tmp_path / "model.safetensors")
+    edit(state)
+    save_file(state, tmp_path / "model.safetensors")
+
+
+def test_fc_shape_error_says_what_is_expected(tmp_path, target):
+    _corrupt(tmp_path, target, lambda s: s.__setitem__("fc.weight", torch.zeros(32, 96)))
+    with pytest.raises(DFlashConfigError) as err:
+        load_drafter(str(tmp_path))
+    assert "fc.weight shape=[32, 96]" in str(err.value) and "K*hidden_size" in str(err.value)
+
+
+def test_missing_tensor_is_named(tmp_path, target):
+    _corrupt(tmp_path, target, lambda s: s.pop("hidden_norm.weight"))
+    with pytest.raises(DFlashConfigError, match="hidden_norm.weight"):
+        load_drafter(str(tmp_path))
+
+
+def test_unexpected_embeddings_are_rejected(tmp_path, target):
+    _corrupt(tmp_path, target, lambda s: s.__setitem__("embed_tokens.weight", torch.zeros(64, 32)))
+    with pytest.raises(DFlashConfigError, match="embed_tokens.weight"):
+        load_drafter(str(tmp_path))
+
+
+def test_unreadable_weights_and_missing_weights(tmp_path, target):
+    save_drafter(make_tiny_drafter(target.config, seed=8), str(tmp_path))
+    (tmp_path / "model.safetensors").write_bytes(b"garbage")
+    with pytest.raises(DFlashConfigError, match="safetensors"):
+        load_drafter(str(tmp_path))
+    os.remove(tmp_path / "model.safetensors")
+    with pytest.raises(DFlashConfigError, match="safetensors"):
+        load_drafter(str(tmp_path))
+
+
+def test_load_validates_against_target(tmp_path, target):
+    save_drafter(make_tiny_drafter(target.config, seed=9), str(tmp_path))
+    other = make_tiny_target("qwen3", hidden_size=48, head_dim=12).config
+    with pytest.raises(DFlashConfigError, match="hidden_size=32"):
+        load_drafter(str(tmp_path), target_config=other)

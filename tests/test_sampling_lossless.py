@@ -1,0 +1,76 @@
+"""Speculative sampling keeps the target's output distribution (and would not without the residual step).
+
+A tiny-vocab target makes the exact distribution of the first tokens enumerable: for every
+prefix of up to K-1 generated tokens one target pass gives the filtered next-token distribution.
+N speculative samples are then compared with it by a chi-square goodness-of-fit test.
+
+Bound: with N = 12,000 samples, p-value > 1e-3 passes (seeds fixed, so the outcome is fixed too).
+Power: removing the residual step (resampling from p instead of norm(max(p - q, 0)) after a
+rejection) biases the output towards the drafter; the same test must then give p < 1e-6.
+"""
+
+import itertools
+
+import pytest
+import torch
+
+import sglang_dflash.speculative as speculative
+from sglang_dflash import SamplingParams, spec_generate
+from sglang_dflash.speculative import BatchSampling, sampling_probs
+from sglang_dflash.testing import make_tiny_drafter, make_tiny_target
+from stats import chi_square_pvalue
+
+VOCAB, K, N, PROMPT = 6, 3, 12_000, [1, 2, 3]
+
+
+@pytest.fixture(scope="module")
+def pair():
+    target = make_tiny_target("llama", seed=11, vocab_size=VOCAB, hidden_size=16, head_dim=4,
+                              intermediate_size=32, num_hidden_layers=4, initializer_range=0.2)
+    drafter = make_tiny_drafter(target.config, seed=12, std=0.3, block_size=4, mask_token_id=0,
+                                target_layer_ids=[1, 2])
+    return target, drafter
+
+
+@torch.inference_mode()
+def exact_distribution(target, params: SamplingParams) -> torch.Tensor:
+    """P(first K generated tokens = s) for every s in VOCAB^K, under the filtered target."""
+    sampling = BatchSampling.from_params([params])
+    probs = torch.ones([VOCAB] * K, dtype=torch.float64)
+    for length in range(K):
+        for prefix in itertools.product(range(VOCAB), repeat=length):
+            logits = target(torch.tensor([PROMPT + list(prefix)])).logits[:, -1:]
+            step = sampling_probs(logits, sampling)[0, 0].double()
+            probs[prefix] *= step.view([VOCAB] + [1] * (K - length - 1))
+    return probs
+
+
+def sampled_counts(target, drafter, params: SamplingParams, seed: int) -> torch.Tensor:
+    result = spec_generate(target, drafter, [PROMPT] * N, params, generator=torch.Generator().manual_seed(seed))
+    seqs = torch.tensor(result.token_ids)
+    index = (seqs * torch.tensor([VOCAB ** (K - 1 - i) for i in range(K)])).sum(1)
+    return torch.bincount(index, minlength=VOCAB**K).view([VOCAB] * K), result
+
+
+SETTINGS = {
+    "temperature 1": SamplingParams(temperature=1.0, max_new_tokens=K),
+    "temperature 0.7, top-k 4, top-p 0.9": SamplingParams(temperature=0.7, top_k=4, top_p=0.9, max_new_tokens=K),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_speculative_sampling_matches_target_distribution(pair, name):
+    target, drafter = pair
+    params = SETTINGS[name]
+    counts, result = sampled_counts(target, drafter, params, seed=0)
+    assert any(a > 1 for row in result.accept_lengths for a in row), "drafts must sometimes be accepted"
+    assert any(a == 1 for row in result.accept_lengths for a in row), "and sometimes rejected"
+    assert chi_square_pvalue(counts, exact_distribution(target, params)) > 1e-3
+
+
+def test_removing_the_residual_step_is_detected(pair, monkeypatch):
+    target, drafter = pair
+    params = SETTINGS["temperature 1"]
+    monkeypatch.setattr(speculative, "residual_distribution", lambda p, q: p)
+    counts, _ = sampled_counts(target, drafter, params, seed=0)
+    assert chi_square_pvalue(counts, exact_distribution(target, params)) < 1e-6
