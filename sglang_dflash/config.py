@@ -334,3 +334,40 @@ def _target_field(target: Any, name: str) -> int:
     if not isinstance(value, int):
         raise config_error(f"target {name}", value, "an integer in the target model's config")
     return value
+
+
+def draft_config_for_target(
+    target_config: Any,
+    num_layers: int = 1,
+    block_size: int = 16,
+    target_layer_ids: list[int] | None = None,
+    mask_token_id: int | None = None,
+    **overrides: Any,
+) -> DFlashConfig:
+    """A drafter config that fits ``target_config``: same hidden size, heads, vocab and RoPE.
+
+    ``overrides`` replace config.json fields (e.g. ``intermediate_size``, ``layer_types``).
+    """
+    t = _text_config(target_config)
+    head_dim = getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads
+    rope = getattr(t, "rope_parameters", None) or {"rope_type": "default", "rope_theta": getattr(t, "rope_theta", 10000.0)}
+    raw: dict[str, Any] = {
+        "architectures": ["DFlashDraftModel"],
+        "hidden_size": t.hidden_size,
+        "num_hidden_layers": num_layers,
+        "num_attention_heads": t.num_attention_heads,
+        "num_key_value_heads": t.num_key_value_heads,
+        "head_dim": head_dim,
+        "intermediate_size": t.intermediate_size,
+        "vocab_size": t.vocab_size,
+        "rms_norm_eps": t.rms_norm_eps,
+        "rope_parameters": dict(rope),
+        "max_position_embeddings": t.max_position_embeddings,
+        "block_size": block_size,
+        "num_target_layers": t.num_hidden_layers,
+        "dflash_config": {"mask_token_id": t.vocab_size - 1 if mask_token_id is None else mask_token_id},
+    }
+    if target_layer_ids is not None:
+        raw["dflash_config"]["target_layer_ids"] = list(target_layer_ids)
+    raw.update(overrides)
+    return DFlashConfig.from_dict(raw)

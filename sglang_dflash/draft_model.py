@@ -57,6 +57,12 @@ def rope_inv_freq(head_dim: int, rope_parameters: dict) -> torch.Tensor:
     return inv_freq.float()
 
 
+def cos_sin_cache(head_dim: int, rope_parameters: dict, max_positions: int) -> torch.Tensor:
+    """SGLang's RoPE cache layout: [max_positions, head_dim] = [cos | sin] of position * inv_freq."""
+    freqs = torch.arange(max_positions, dtype=torch.float32)[:, None] * rope_inv_freq(head_dim, rope_parameters)[None, :]
+    return torch.cat([freqs.cos(), freqs.sin()], dim=-1)
+
+
 def apply_rope(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     """Rotate ``x`` [B, heads, T, D] by absolute ``positions`` [B, T] (rotate-half convention)."""
     angles = positions.to(torch.float32)[:, None, :, None] * inv_freq.to(x.device)[None, None, None, :]

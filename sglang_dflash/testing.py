@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from .checkpoint import save_drafter
-from .config import DFlashConfig
+from .config import draft_config_for_target
 from .draft_model import DFlashDraftModel
 
 FAMILIES = ("llama", "qwen3")
@@ -46,40 +46,6 @@ def make_tiny_target(family: str = "llama", seed: int = 0, **overrides: Any) -> 
     return model.eval()
 
 
-def drafter_config_for(
-    target_config: Any,
-    num_layers: int = 1,
-    block_size: int = 4,
-    target_layer_ids: list[int] | None = None,
-    mask_token_id: int | None = None,
-    **overrides: Any,
-) -> DFlashConfig:
-    """A drafter config that fits ``target_config`` (same hidden size, heads and vocab)."""
-    t = target_config.get_text_config() if hasattr(target_config, "get_text_config") else target_config
-    head_dim = getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads
-    rope = getattr(t, "rope_parameters", None) or {"rope_type": "default", "rope_theta": getattr(t, "rope_theta", 10000.0)}
-    raw: dict[str, Any] = {
-        "architectures": ["DFlashDraftModel"],
-        "hidden_size": t.hidden_size,
-        "num_hidden_layers": num_layers,
-        "num_attention_heads": t.num_attention_heads,
-        "num_key_value_heads": t.num_key_value_heads,
-        "head_dim": head_dim,
-        "intermediate_size": t.intermediate_size,
-        "vocab_size": t.vocab_size,
-        "rms_norm_eps": t.rms_norm_eps,
-        "rope_parameters": dict(rope),
-        "max_position_embeddings": t.max_position_embeddings,
-        "block_size": block_size,
-        "num_target_layers": t.num_hidden_layers,
-        "dflash_config": {"mask_token_id": t.vocab_size - 1 if mask_token_id is None else mask_token_id},
-    }
-    if target_layer_ids is not None:
-        raw["dflash_config"]["target_layer_ids"] = list(target_layer_ids)
-    raw.update(overrides)
-    return DFlashConfig.from_dict(raw)
-
-
 def init_drafter_weights(model: DFlashDraftModel, seed: int = 0, std: float = 0.1) -> DFlashDraftModel:
     """Normal(0, std) linear weights, unit norms: a random but well-conditioned drafter."""
     gen = torch.Generator().manual_seed(seed)
@@ -94,9 +60,9 @@ def init_drafter_weights(model: DFlashDraftModel, seed: int = 0, std: float = 0.
     return model
 
 
-def make_tiny_drafter(target_config: Any, seed: int = 0, std: float = 0.1, **config_kwargs: Any) -> DFlashDraftModel:
-    """A random drafter for ``target_config``; ``config_kwargs`` go to :func:`drafter_config_for`."""
-    return init_drafter_weights(DFlashDraftModel(drafter_config_for(target_config, **config_kwargs)), seed, std).eval()
+def make_tiny_drafter(target_config: Any, seed: int = 0, std: float = 0.1, block_size: int = 4, **config_kwargs: Any) -> DFlashDraftModel:
+    """A random drafter for ``target_config``; ``config_kwargs`` go to :func:`~sglang_dflash.config.draft_config_for_target`."""
+    return init_drafter_weights(DFlashDraftModel(draft_config_for_target(target_config, block_size=block_size, **config_kwargs)), seed, std).eval()
 
 
 def save_tiny_pair(directory: str, family: str = "llama", seed: int = 0, **drafter_kwargs: Any) -> tuple[str, str]:

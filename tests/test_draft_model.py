@@ -6,11 +6,12 @@ import pytest
 import torch
 
 from sglang_dflash.draft_model import DFlashDraftModel, rope_inv_freq
-from sglang_dflash.testing import drafter_config_for, init_drafter_weights, tiny_target_config
+from sglang_dflash.config import draft_config_for_target
+from sglang_dflash.testing import init_drafter_weights, tiny_target_config
 
 
 def drafter(num_layers=2, **overrides):
-    cfg = drafter_config_for(tiny_target_config("qwen3"), num_layers=num_layers, block_size=4, **overrides)
+    cfg = draft_config_for_target(tiny_target_config("qwen3"), num_layers=num_layers, block_size=4, **overrides)
     return init_drafter_weights(DFlashDraftModel(cfg), seed=0).eval()
 
 
