@@ -160,6 +160,9 @@ class DFlashConfig:
         if (not isinstance(ids, (list, tuple)) or not ids
                 or any(isinstance(i, bool) or not isinstance(i, int) for i in ids)):
             raise config_error("dflash_config.target_layer_ids", ids, "a non-empty list of integers")
+        if list(ids) != sorted(set(ids)):
+            # SGLang captures target layers in ascending order: fc's input columns follow that order.
+            raise config_error("dflash_config.target_layer_ids", list(ids), "distinct layer ids in ascending order")
         # HF hidden_states[id+1] is the output of layer `id`; the last layer's output is only seen
         # after the final norm, and SGLang captures the input of layer id+1, so id <= L-2.
         bad = [i for i in ids if not 0 <= i <= num_target_layers - 2]

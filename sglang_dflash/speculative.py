@@ -95,16 +95,20 @@ def block_positions(seq_lens: torch.Tensor, block_size: int) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------- distributions
-def sampling_probs(logits: torch.Tensor, sampling: BatchSampling) -> torch.Tensor:
+def sampling_probs(logits: torch.Tensor, sampling: BatchSampling, apply_filters: bool = True) -> torch.Tensor:
     """Filtered sampling distribution [B, S, V] (float32) for logits [B, S, V].
 
     Order as in SGLang: temperature, then top-k, top-p and min-p on the tempered softmax.
     Greedy rows get a one-hot argmax, which makes greedy a special case of the same math.
+    ``apply_filters=False`` skips the (sorting) filters when no row uses them.
     """
     b, s, v = logits.shape
     greedy = sampling.greedy[:, None, None]
     temperature = torch.where(sampling.greedy, torch.ones_like(sampling.temperature), sampling.temperature)
     probs = torch.softmax(logits.float() / temperature[:, None, None], dim=-1)
+    one_hot = torch.nn.functional.one_hot(logits.argmax(-1), v).to(probs.dtype)
+    if not apply_filters:
+        return torch.where(greedy, one_hot, probs)
     sorted_probs, order = probs.sort(dim=-1, descending=True)
     rank = torch.arange(v, device=logits.device)[None, None, :]
     top_k = torch.where(sampling.top_k > 0, sampling.top_k.clamp(max=v), torch.full_like(sampling.top_k, v))
@@ -116,7 +120,6 @@ def sampling_probs(logits: torch.Tensor, sampling: BatchSampling) -> torch.Tenso
     keep = keep & (sorted_probs >= sampling.min_p[:, None, None] * sorted_probs[..., :1])
     filtered = torch.zeros_like(probs).scatter(-1, order, sorted_probs * keep)
     filtered = filtered / filtered.sum(-1, keepdim=True)
-    one_hot = torch.nn.functional.one_hot(logits.argmax(-1), v).to(filtered.dtype)
     return torch.where(greedy, one_hot, filtered)
 
 

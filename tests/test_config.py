@@ -145,3 +145,8 @@ def test_missing_directory_and_unreadable_json(tmp_path):
     with pytest.raises(DFlashConfigError, match="config.json"):
         DFlashConfig.from_pretrained(tmp_path)
     assert os.path.exists(tmp_path / "config.json")  # nothing is lost
+
+
+def test_unsorted_layer_ids_are_rejected():
+    with pytest.raises(DFlashConfigError, match=r"target_layer_ids=\[3, 1\].*ascending"):
+        DFlashConfig.from_dict(published_config(dflash_config={"target_layer_ids": [3, 1], "mask_token_id": 63}))

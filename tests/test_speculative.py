@@ -105,3 +105,9 @@ def test_greedy_is_a_special_case_of_speculative_sampling():
     assert torch.equal(accept_g, accept_s) and accept_g.tolist() == [3, 1, 3]
     for row, a in enumerate(accept_g.tolist()):
         assert torch.equal(emitted_g[row, : a + 1], emitted_s[row, : a + 1])
+
+
+def test_unfiltered_fast_path_equals_filters_that_keep_everything():
+    logits = torch.randn(2, 3, 9, generator=torch.Generator().manual_seed(3))
+    sampling = BatchSampling.from_params([SamplingParams(temperature=0.7), SamplingParams(temperature=0.0)])
+    assert torch.allclose(sampling_probs(logits, sampling, apply_filters=False), sampling_probs(logits, sampling))

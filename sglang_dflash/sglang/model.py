@@ -1,0 +1,211 @@
+"""The DFlash drafter as an SGLang model (our own class, registered for ``DFlashDraftModel``).
+
+It runs inside the draft ``ModelRunner`` that SGLang builds for the DFLASH algorithm, so its
+attention layers are ``RadixAttention`` layers whose K/V live in the draft KV pool the host
+allocated (same slot indices as the target's pool, shared ``req_to_token``):
+
+- context K/V of committed tokens are written into that pool by :mod:`.inject` (from the
+  target's hidden states, never by running this model);
+- a forward pass takes one block per request ([bonus token, MASK x (B-1)] at positions
+  seq_len..seq_len+B-1), writes the block's own K/V into the block's slots and attends
+  **bidirectionally** (``AttentionType.ENCODER_ONLY``) over [context ; block];
+- the target's embeddings and lm_head are shared (:meth:`set_embed_and_head`).
+
+The math is the reference drafter's (:mod:`sglang_dflash.draft_model`); fused kernels come from
+``sgl_kernel`` on CUDA and from :mod:`sglang_dflash.kernels`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from sglang.srt.layers.logits_processor import LogitsProcessorOutput
+from sglang.srt.layers.radix_attention import AttentionType, RadixAttention
+
+from ..checkpoint import check_state_dict
+from ..config import DFlashConfig, config_error
+from ..draft_model import cos_sin_cache
+from ..kernels.norm_rope import norm_rope_torch, norm_rope_triton
+
+ARCHITECTURE = "DFlashDraftModel"
+
+
+# ----------------------------------------------------------------------------- fused ops
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    if x.is_cuda:
+        from sgl_kernel import rmsnorm
+
+        return rmsnorm(x, weight, eps)
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
+
+
+def add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(rmsnorm(x + residual), x + residual)."""
+    if x.is_cuda:
+        from sgl_kernel import fused_add_rmsnorm
+
+        fused_add_rmsnorm(x, residual, weight, eps)  # in place: x <- normed, residual <- sum
+        return x, residual
+    summed = x + residual
+    return rms_norm(summed, weight, eps), summed
+
+
+def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
+    d = x.shape[-1] // 2
+    if x.is_cuda:
+        from sgl_kernel import silu_and_mul as _silu_and_mul
+
+        out = torch.empty(x.shape[:-1] + (d,), dtype=x.dtype, device=x.device)
+        _silu_and_mul(x, out)
+        return out
+    return F.silu(x[..., :d]) * x[..., d:]
+
+
+def norm_rope(x: torch.Tensor, weight: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor, eps: float) -> torch.Tensor:
+    if x.is_cuda:
+        return norm_rope_triton(x, weight, positions, cos_sin, eps, out=x)
+    return norm_rope_torch(x, weight, positions, cos_sin, eps)
+
+
+# ----------------------------------------------------------------------------- layers
+class DFlashSGLangLayer(nn.Module):
+    """One draft layer; q/k/v and gate/up projections are fused for one GEMM each."""
+
+    def __init__(self, config: DFlashConfig, layer_id: int) -> None:
+        super().__init__()
+        if config.layer_is_sliding(layer_id):
+            raise config_error(f"layer_types[{layer_id}]", "sliding_attention",
+                               "full_attention in the SGLang worker (sliding draft layers run in the reference only)")
+        h, d = config.hidden_size, config.head_dim
+        self.num_heads, self.num_kv_heads, self.head_dim = config.num_attention_heads, config.num_key_value_heads, d
+        self.q_size, self.kv_size = self.num_heads * d, self.num_kv_heads * d
+        self.eps = config.rms_norm_eps
+        self.qkv_proj = nn.Linear(h, self.q_size + 2 * self.kv_size, bias=config.attention_bias)
+        self.o_proj = nn.Linear(self.q_size, h, bias=config.attention_bias)
+        self.q_norm_weight = nn.Parameter(torch.ones(d))
+        self.k_norm_weight = nn.Parameter(torch.ones(d))
+        self.input_layernorm_weight = nn.Parameter(torch.ones(h))
+        self.post_attention_layernorm_weight = nn.Parameter(torch.ones(h))
+        self.gate_up_proj = nn.Linear(h, 2 * config.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(config.intermediate_size, h, bias=False)
+        self.attn = RadixAttention(self.num_heads, d, d**-0.5, self.num_kv_heads, layer_id=layer_id,
+                                   attn_type=AttentionType.ENCODER_ONLY, prefix=f"layers.{layer_id}.attn")
+
+    def forward(self, positions, hidden, residual, forward_batch, cos_sin):
+        if residual is None:
+            residual, x = hidden, rms_norm(hidden, self.input_layernorm_weight, self.eps)
+        else:
+            x, residual = add_rms_norm(hidden, residual, self.input_layernorm_weight, self.eps)
+        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        n = q.shape[0]
+        q = norm_rope(q.reshape(n, self.num_heads, self.head_dim), self.q_norm_weight, positions, cos_sin, self.eps)
+        k = norm_rope(k.reshape(n, self.num_kv_heads, self.head_dim), self.k_norm_weight, positions, cos_sin, self.eps)
+        out = self.attn(q.reshape(n, -1), k.reshape(n, -1), v.contiguous(), forward_batch)
+        hidden = self.o_proj(out)
+        x, residual = add_rms_norm(hidden, residual, self.post_attention_layernorm_weight, self.eps)
+        return self.down_proj(silu_and_mul(self.gate_up_proj(x))), residual
+
+
+class DFlashDraftModel(nn.Module):
+    """SGLang entry class for ``architectures: ["DFlashDraftModel"]`` checkpoints."""
+
+    def __init__(self, config, quant_config=None, prefix: str = "") -> None:
+        super().__init__()
+        if quant_config is not None:
+            raise config_error("quantization", type(quant_config).__name__, "an unquantized DFlash drafter")
+        raw = config.to_dict() if hasattr(config, "to_dict") else dict(config)
+        self.config = config
+        self.dflash = DFlashConfig.from_dict(raw)
+        h = self.dflash.hidden_size
+        self.fc = nn.Linear(self.dflash.num_context_layers * h, h, bias=False)
+        self.hidden_norm_weight = nn.Parameter(torch.ones(h))
+        self.layers = nn.ModuleList(DFlashSGLangLayer(self.dflash, i) for i in range(self.dflash.num_hidden_layers))
+        self.norm_weight = nn.Parameter(torch.ones(h))
+        self.eps = self.dflash.rms_norm_eps
+        self.cos_sin: Optional[torch.Tensor] = None
+        self._embed: Optional[torch.Tensor] = None
+        self._head: Optional[torch.Tensor] = None
+        self.prepare_rope(self.dflash.max_position_embeddings)
+
+    # ------------------------------------------------------------------ wiring
+    def prepare_rope(self, max_positions: int) -> None:
+        """(Re)build the float32 RoPE cache for positions < ``max_positions``."""
+        device = self.fc.weight.device
+        self.cos_sin = cos_sin_cache(self.dflash.head_dim, self.dflash.rope_parameters, max_positions).to(device)
+
+    def set_embed_and_head(self, embed: torch.Tensor, head: torch.Tensor) -> None:
+        """Share the target's embedding and lm_head weights (no copy)."""
+        self._embed, self._head = embed, head
+
+    def get_embed_and_head(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        return self._embed, self._head
+
+    # ------------------------------------------------------------------ context
+    def project_context(self, target_hidden: torch.Tensor) -> torch.Tensor:
+        """[N, K*H] captured target hidden states -> [N, H] context features (fc + RMSNorm)."""
+        return rms_norm(self.fc(target_hidden.to(self.fc.weight.dtype)), self.hidden_norm_weight, self.eps)
+
+    def context_kv_weight(self) -> torch.Tensor:
+        """[L * 2 * Hkv * D, H]: every layer's k_proj and v_proj rows, for one GEMM over the context."""
+        rows = [layer.qkv_proj.weight[layer.q_size:] for layer in self.layers]
+        return torch.cat(rows, dim=0).contiguous()
+
+    def context_kv_bias(self) -> Optional[torch.Tensor]:
+        if self.layers[0].qkv_proj.bias is None:
+            return None
+        return torch.cat([layer.qkv_proj.bias[layer.q_size:] for layer in self.layers]).contiguous()
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, forward_batch, **kwargs) -> LogitsProcessorOutput:
+        """Denoise one block per request; logits of every block position over the target vocab."""
+        if self._embed is None:
+            raise RuntimeError("DFlashDraftModel.set_embed_and_head() must be called before forward()")
+        hidden = F.embedding(input_ids, self._embed)
+        residual = None
+        for layer in self.layers:
+            hidden, residual = layer(positions, hidden, residual, forward_batch, self.cos_sin)
+        hidden, _ = add_rms_norm(hidden, residual, self.norm_weight, self.eps)
+        logits = F.linear(hidden, self._head)[:, : self.dflash.vocab_size]
+        return LogitsProcessorOutput(next_token_logits=logits, hidden_states=None)
+
+    # ------------------------------------------------------------------ weights
+    def load_weights(self, weights: Iterable[Tuple[str, torch.Tensor]]) -> None:
+        """Load the published layout (separate q/k/v, gate/up) into the fused parameters."""
+        state = {}
+        for name, tensor in weights:
+            state[name[len("model."):] if name.startswith("model.") else name] = tensor
+        check_state_dict(self.dflash, state)
+        params = dict(self.named_parameters())
+        with torch.no_grad():
+            params["fc.weight"].copy_(state["fc.weight"])
+            params["hidden_norm_weight"].copy_(state["hidden_norm.weight"])
+            params["norm_weight"].copy_(state["norm.weight"])
+            for i, layer in enumerate(self.layers):
+                p = f"layers.{i}."
+                q, kv = layer.q_size, layer.kv_size
+                for suffix in ("weight", "bias"):
+                    if getattr(layer.qkv_proj, suffix) is None:
+                        continue
+                    fused = getattr(layer.qkv_proj, suffix)
+                    fused[:q].copy_(state[p + f"self_attn.q_proj.{suffix}"])
+                    fused[q:q + kv].copy_(state[p + f"self_attn.k_proj.{suffix}"])
+                    fused[q + kv:].copy_(state[p + f"self_attn.v_proj.{suffix}"])
+                layer.o_proj.weight.copy_(state[p + "self_attn.o_proj.weight"])
+                if layer.o_proj.bias is not None:
+                    layer.o_proj.bias.copy_(state[p + "self_attn.o_proj.bias"])
+                layer.q_norm_weight.copy_(state[p + "self_attn.q_norm.weight"])
+                layer.k_norm_weight.copy_(state[p + "self_attn.k_norm.weight"])
+                inter = layer.down_proj.weight.shape[1]
+                layer.gate_up_proj.weight[:inter].copy_(state[p + "mlp.gate_proj.weight"])
+                layer.gate_up_proj.weight[inter:].copy_(state[p + "mlp.up_proj.weight"])
+                layer.down_proj.weight.copy_(state[p + "mlp.down_proj.weight"])
+                layer.input_layernorm_weight.copy_(state[p + "input_layernorm.weight"])
+                layer.post_attention_layernorm_weight.copy_(state[p + "post_attention_layernorm.weight"])
+
+
+EntryClass = DFlashDraftModel

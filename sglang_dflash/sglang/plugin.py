@@ -1,0 +1,168 @@
+"""SGLang plugin entry point (group ``sglang.srt.plugins``): route the DFLASH algorithm to our worker.
+
+Keeping the algorithm name ``DFLASH`` keeps every host branch keyed on it (target hidden-state
+capture, KV pool sizing for the draft layers, TARGET_VERIFY graphs for target and drafter,
+decode KV reservation through ``spec_info.prepare_for_decode``).  The hooks:
+
+- ``SpeculativeAlgorithm.create_worker`` (AROUND): DFLASH -> :class:`~.worker.DFlashWorker`,
+  and one log line saying which implementation is active;
+- ``speculative_hook.handle_speculative_decoding`` (AROUND): for DFLASH, validate the drafter
+  against the target with our parser and clear errors before anything is loaded (and before the
+  host reads the drafter's config); pin the block size from the drafter;
+- ``spec_aux_hidden_state._resolve_dflash_aux_hidden_state`` (AROUND): choose the captured
+  target layers with our parser and check that the target family can capture them;
+- ``scheduler.validate_dflash_request`` (REPLACE): which request options we support;
+- ``DecodeCudaGraphRunner.get_spec_info`` and ``spec_info.create_dummy_verify_input`` (AROUND):
+  capture graphs with our block input;
+- the model registry entry for ``DFlashDraftModel`` -> :class:`~.model.DFlashDraftModel`.
+
+``SGLANG_DFLASH_IMPL=builtin`` leaves all of that out and runs SGLang's built-in DFLASH (for
+side-by-side benchmarks).  SGLang only logs plugin failures, so a failure here raises
+:class:`DFlashPluginError`, which SGLang's plugin loader does not swallow.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+logger = logging.getLogger(__name__)
+
+IMPL_ENV = "SGLANG_DFLASH_IMPL"
+OURS, BUILTIN = "sglang-dflash", "builtin"
+
+CREATE_WORKER = "sglang.srt.speculative.spec_info.SpeculativeAlgorithm.create_worker"
+HANDLE_SPECULATIVE = "sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding"
+RESOLVE_AUX = "sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state._resolve_dflash_aux_hidden_state"
+VALIDATE_REQUEST = "sglang.srt.managers.scheduler.validate_dflash_request"
+GRAPH_SPEC_INFO = "sglang.srt.model_executor.runner.decode_cuda_graph_runner.DecodeCudaGraphRunner.get_spec_info"
+DUMMY_VERIFY = "sglang.srt.speculative.spec_info.create_dummy_verify_input"
+
+
+class DFlashPluginError(BaseException):
+    """Raised when the plugin cannot install itself; a BaseException so SGLang cannot just log it."""
+
+
+def active_implementation() -> str:
+    """Which DFLASH implementation runs: ``sglang-dflash`` (default) or ``builtin``."""
+    value = os.environ.get(IMPL_ENV, OURS).strip().lower() or OURS
+    if value not in (OURS, BUILTIN):
+        raise DFlashPluginError(f"{IMPL_ENV}={value!r} is invalid; expected {OURS!r} (default) or {BUILTIN!r}")
+    return value
+
+
+# ----------------------------------------------------------------------------- hooks
+def _create_worker(original, self, server_args):
+    if not self.is_dflash():
+        return original(self, server_args)
+    from .. import __version__
+
+    if active_implementation() == BUILTIN:
+        logger.info("DFLASH implementation: SGLang built-in (%s=%s)", IMPL_ENV, BUILTIN)
+        return original(self, server_args)
+    from .worker import DFlashWorker
+
+    logger.info("DFLASH implementation: sglang-dflash %s (set %s=%s for SGLang's built-in)", __version__, IMPL_ENV, BUILTIN)
+    return DFlashWorker
+
+
+def _handle_speculative_decoding(original, server_args):
+    """For DFLASH, validate the drafter first (clear errors, nothing loaded yet), then the host's checks."""
+    if (server_args.speculative_algorithm or "").upper() == "DFLASH":
+        from .validation import check_server_args
+
+        check_server_args(server_args)
+    return original(server_args)
+
+
+def _resolve_aux_hidden_state(original, *, config, server_args, model_config, spec_algorithm, is_draft_worker):
+    if not spec_algorithm.is_dflash() or is_draft_worker:
+        return original(config=config, server_args=server_args, model_config=model_config,
+                        spec_algorithm=spec_algorithm, is_draft_worker=is_draft_worker)
+    from .validation import capture_layers
+
+    layer_ids, num_draft_layers = capture_layers(server_args, model_config)
+    config.dflash_use_aux_hidden_state = True
+    config.dflash_draft_num_layers = num_draft_layers
+    config.dflash_target_layer_ids = layer_ids
+
+
+def _validate_request(req, enable_overlap: bool):
+    from .validation import unsupported_request_option
+
+    return unsupported_request_option(req, enable_overlap)
+
+
+def _graph_spec_info(original, self, num_tokens):
+    runner = self.model_runner
+    if not runner.spec_algorithm.is_dflash():
+        return original(self, num_tokens)
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
+
+    from .spec_inputs import DFlashBlockInput
+
+    capture = CaptureHiddenMode.NULL if runner.is_draft_worker else CaptureHiddenMode.FULL
+    return DFlashBlockInput(None, None, self.captured_req_width, capture)
+
+
+def _dummy_verify(original, spec_algorithm, server_args, custom_mask, num_tokens_per_req, is_draft_worker):
+    if not spec_algorithm.is_dflash():
+        return original(spec_algorithm, server_args, custom_mask, num_tokens_per_req, is_draft_worker)
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
+
+    from .spec_inputs import DFlashBlockInput
+
+    capture = CaptureHiddenMode.NULL if is_draft_worker else CaptureHiddenMode.FULL
+    return DFlashBlockInput(None, None, num_tokens_per_req, capture)
+
+
+OUR_HOOKS = (
+    (HANDLE_SPECULATIVE, _handle_speculative_decoding, "AROUND"),
+    (RESOLVE_AUX, _resolve_aux_hidden_state, "AROUND"),
+    (VALIDATE_REQUEST, _validate_request, "REPLACE"),
+    (GRAPH_SPEC_INFO, _graph_spec_info, "AROUND"),
+    (DUMMY_VERIFY, _dummy_verify, "AROUND"),
+)
+
+
+def register_model() -> None:
+    """Point SGLang's model registry's ``DFlashDraftModel`` at our class."""
+    from sglang.srt.models.registry import ModelRegistry
+
+    from .model import ARCHITECTURE, DFlashDraftModel
+
+    ModelRegistry.models[ARCHITECTURE] = DFlashDraftModel
+
+
+def _hook_installed(target: str, hook) -> bool:
+    import pkgutil
+
+    obj_path, attr = target.rsplit(".", 1)
+    fn = getattr(pkgutil.resolve_name(obj_path), attr)
+    while fn is not None:
+        if fn is hook or getattr(fn, "__closure__", None) and any(c.cell_contents is hook for c in fn.__closure__):
+            return True
+        fn = getattr(fn, "__wrapped__", None)
+    return False
+
+
+def register() -> None:
+    """Entry point called by ``sglang.srt.plugins.load_plugins`` in every SGLang process."""
+    try:
+        from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+
+        impl = active_implementation()
+        hooks = [(CREATE_WORKER, _create_worker, "AROUND")]
+        if impl == OURS:
+            hooks += list(OUR_HOOKS)
+            register_model()
+        for target, hook, kind in hooks:
+            HookRegistry.register(target, hook, HookType[kind])
+        HookRegistry.apply_hooks()
+        missing = [target for target, hook, _ in hooks if not _hook_installed(target, hook)]
+        if missing:
+            raise RuntimeError(f"hooks not installed on {missing}")
+    except DFlashPluginError:
+        raise
+    except Exception as e:
+        raise DFlashPluginError(f"sglang-dflash could not install its SGLang hooks: {e!r}") from e

@@ -1,0 +1,228 @@
+"""Our DFLASH speculative worker for SGLang's spec-v2 scheduler (overlap scheduling on or off).
+
+Per decode step, for a batch of ``bs`` requests and block size ``B``::
+
+    slots    = req_to_token[r, seq_len : seq_len + B]           (reserved by DFlashDraftInput)
+    block    = [bonus, MASK x (B-1)]  at positions seq_len .. seq_len+B-1
+    drafts   = draft model (TARGET_VERIFY-shaped, bidirectional)  -> B-1 draft tokens / request
+    verify   = target (TARGET_VERIFY, causal, FULL aux hidden capture) over [bonus, drafts]
+    accept   = greedy prefix / lossless speculative sampling     (sglang_dflash.speculative)
+    publish  = on_publish(seq_len + accept_len)                   (the next step may schedule)
+    inject   = target hidden of the B verify rows -> draft K/V at the block's slots
+
+Rows past a request's accepted prefix sit beyond its new ``seq_len``: the next block writes its
+own K/V over them before anything reads them, so no per-row gather is needed.  Prefill runs the
+target with FULL capture and injects every extended token; the drafter does not run.
+
+The acceptance math is :mod:`sglang_dflash.speculative`, the same functions the CPU reference
+uses, so the worker is checked against the reference rather than re-derived.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Optional
+
+import torch
+
+from sglang.srt.managers.tp_worker import TpModelWorker
+from sglang.srt.managers.utils import GenerationBatchResult
+from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch, ForwardMode
+from sglang.srt.speculative.base_spec_worker import BaseSpecWorker
+
+from .. import speculative as spec
+from ..config import DFlashConfig, config_error
+from .inject import ContextInjector
+from .spec_inputs import DFlashBlockInput, DFlashDraftInput
+
+logger = logging.getLogger(__name__)
+
+
+def batch_sampling(sampling_info, bs: int) -> spec.BatchSampling:
+    """SGLang's per-request sampling tensors in our conventions (greedy = temperature 0)."""
+    top_k = sampling_info.top_ks.to(torch.long)
+    temperature = sampling_info.temperatures.view(-1).to(torch.float32)
+    return spec.BatchSampling(
+        temperature=torch.where(top_k <= 1, torch.zeros_like(temperature), temperature),
+        top_p=sampling_info.top_ps.to(torch.float32),
+        top_k=top_k,
+        min_p=sampling_info.min_ps.to(torch.float32),
+        stop_token_ids=torch.full((bs, 1), -1, dtype=torch.long, device=top_k.device),
+    )
+
+
+def apply_penalties(logits: torch.Tensor, sampling_info, block_size: int) -> None:
+    """Frequency/presence/repetition penalties and logit bias, as the target's own sampler applies them."""
+    if sampling_info.acc_additive_penalties is not None:
+        logits.add_(torch.repeat_interleave(sampling_info.acc_additive_penalties, block_size, dim=0))
+    if sampling_info.acc_scaling_penalties is not None:
+        from sglang.srt.sampling.penaltylib.repetition_penalty import apply_scaling_penalties
+
+        apply_scaling_penalties(logits, torch.repeat_interleave(sampling_info.acc_scaling_penalties, block_size, dim=0))
+    if sampling_info.logit_bias is not None:
+        logits.add_(torch.repeat_interleave(sampling_info.logit_bias, block_size, dim=0))
+
+
+def choose_drafts(draft_logits: torch.Tensor, sampling: spec.BatchSampling, all_greedy: bool, filters: bool):
+    """Draft tokens [bs, B-1] and, for sampled rows, their draft distributions (None when all greedy)."""
+    if all_greedy:
+        return draft_logits.argmax(-1), None
+    probs = spec.sampling_probs(draft_logits, sampling, apply_filters=filters)
+    sampled = spec.sample_from(probs)
+    return torch.where(sampling.greedy[:, None], draft_logits.argmax(-1), sampled), probs
+
+
+def accept_block(drafts, draft_probs, target_logits, sampling: spec.BatchSampling, all_greedy: bool, filters: bool):
+    """(accepted drafts [bs], emitted [bs, B]): greedy rows by argmax, sampled rows losslessly."""
+    greedy_len, greedy_emitted = spec.greedy_accept(drafts, target_logits)
+    if all_greedy:
+        return greedy_len, greedy_emitted
+    target_probs = spec.sampling_probs(target_logits, sampling, apply_filters=filters)
+    spec_len, spec_emitted = spec.speculative_sampling_accept(drafts, draft_probs, target_probs)
+    greedy = sampling.greedy
+    return torch.where(greedy, greedy_len, spec_len), torch.where(greedy[:, None], greedy_emitted, spec_emitted)
+
+
+class DFlashWorker(BaseSpecWorker):
+    """Drop-in for SGLang's DFLASH worker: same constructor, same scheduler contract."""
+
+    def __init__(self, server_args, gpu_id: int, ps, nccl_port: int, target_worker: TpModelWorker) -> None:
+        self.server_args = server_args
+        self._target_worker = target_worker
+        self.device = target_worker.model_runner.device
+        self.block_size = int(server_args.speculative_num_draft_tokens)
+        self.dflash = DFlashConfig.from_pretrained(server_args.speculative_draft_model_path)
+        if self.block_size != self.dflash.block_size:
+            raise config_error("--speculative-num-draft-tokens", self.block_size,
+                               f"the drafter's block_size={self.dflash.block_size}")
+        if getattr(server_args, "tp_size", 1) != 1:
+            raise config_error("--tp-size", server_args.tp_size, "1 (sglang-dflash runs tensor parallel size 1 for now)")
+        self.speculative_num_steps = 1
+        self.speculative_num_draft_tokens = self.block_size
+        self.page_size = server_args.page_size
+        context_len = target_worker.model_runner.model_config.context_len
+        server_args.override("spec_worker.match_target_context_length", context_length=context_len)
+        self._draft_worker = TpModelWorker(server_args=server_args, gpu_id=gpu_id, ps=dataclasses.replace(ps, pp_rank=0),
+                                           nccl_port=nccl_port, is_draft_worker=True)
+        self.draft_runner = self._draft_worker.model_runner
+        self._draft_worker.draft_runner = self.draft_runner  # the host reads worker.draft_worker.draft_runner
+        self._draft_worker.draft_runners = [self.draft_runner]  # BaseSpecWorker weight updates iterate these
+        self.draft_model = self.draft_runner.model
+        embed, head = target_worker.model_runner.model.get_embed_and_head()
+        self.draft_model.set_embed_and_head(embed, head)
+        self.draft_model.prepare_rope(context_len + 2 * self.block_size + 8)
+        self.mask_token_id = self.dflash.mask_token_id
+        self.injector: Optional[ContextInjector] = None
+        self._offsets = torch.arange(self.block_size, device=self.device)
+        logger.info("sglang-dflash worker ready: block_size=%d, draft layers=%d, target layers %s",
+                    self.block_size, self.dflash.num_hidden_layers, list(self.dflash.target_layer_ids))
+
+    # ------------------------------------------------------------------ host-facing attributes
+    @property
+    def draft_model_runner(self):
+        return self.draft_runner
+
+    @property
+    def model_runner(self):
+        return self.target_worker.model_runner
+
+    @property
+    def spec_v2_attn_backends(self):
+        return (self.target_worker.model_runner.attn_backend, self.draft_runner.attn_backend)
+
+    def alloc_memory_pool(self, memory_pool_config=None, req_to_token_pool=None, token_to_kv_pool_allocator=None):
+        super().alloc_memory_pool(memory_pool_config=memory_pool_config, req_to_token_pool=req_to_token_pool,
+                                  token_to_kv_pool_allocator=token_to_kv_pool_allocator)
+        self.injector = ContextInjector(self.draft_model, self.draft_runner.token_to_kv_pool)
+
+    def update_weights_from_disk(self, recv_req):
+        result = super().update_weights_from_disk(recv_req)
+        if self.injector is not None:
+            self.injector.refresh()
+        return result
+
+    # ------------------------------------------------------------------ the step
+    def forward_batch_generation(self, batch, on_publish=None) -> GenerationBatchResult:
+        if batch.forward_mode.is_extend() or batch.is_extend_in_batch:
+            return self._prefill(batch, on_publish)
+        return self._decode(batch, on_publish)
+
+    def _prefill(self, batch, on_publish) -> GenerationBatchResult:
+        result = self.target_worker.forward_batch_generation(batch, capture_hidden_mode=CaptureHiddenMode.FULL)
+        result.new_seq_lens = batch.seq_lens
+        if on_publish is not None:
+            on_publish(result.new_seq_lens)
+        hidden = result.logits_output.hidden_states
+        if hidden is not None and batch.extend_lens:
+            positions = torch.cat([torch.arange(p, p + n) for p, n in zip(batch.prefix_lens, batch.extend_lens)])
+            self.injector(hidden, positions.to(self.device, non_blocking=True), batch.out_cache_loc)
+        result.logits_output.hidden_states = None  # aux features are not the model's hidden states
+        result.next_draft_input = DFlashDraftInput(result.next_token_ids, self.block_size)
+        return result
+
+    def _block_forward_batch(self, batch, runner, block: torch.Tensor, positions: torch.Tensor,
+                             out_cache_loc: torch.Tensor, capture: CaptureHiddenMode) -> ForwardBatch:
+        """A TARGET_VERIFY-shaped forward over one block per request (batch fields are restored by the host)."""
+        batch.forward_mode = ForwardMode.TARGET_VERIFY
+        batch.input_ids = block.reshape(-1)
+        batch.out_cache_loc = out_cache_loc
+        batch.spec_info = DFlashBlockInput(batch.input_ids, positions, self.block_size, capture)
+        return ForwardBatch.init_new(batch, runner, capture_hidden_mode=capture, return_hidden_states_before_norm=False)
+
+    def _decode(self, batch, on_publish) -> GenerationBatchResult:
+        from sglang.kernels.ops.speculative.cache_locs import assign_extend_cache_locs_func
+
+        b = self.block_size
+        bs = batch.batch_size()
+        draft_input: DFlashDraftInput = batch.spec_info
+        seq_lens = batch.seq_lens
+        sampling_info = batch.sampling_info
+        all_greedy = sampling_info.is_all_greedy
+        filters = sampling_info.need_top_k_sampling or sampling_info.need_top_p_sampling or sampling_info.need_min_p_sampling
+        sampling = batch_sampling(sampling_info, bs)
+
+        out_cache_loc = assign_extend_cache_locs_func(
+            req_pool_indices=batch.req_pool_indices, req_to_token=self.req_to_token_pool.req_to_token,
+            start_offset=seq_lens, end_offset=seq_lens + b, batch_size=bs, draft_token_num=b, device=self.device)
+        positions = (seq_lens[:, None] + self._offsets[None, :]).reshape(-1)
+
+        # 1. Draft: one bidirectional pass over [context ; block] in the draft model.
+        block = spec.build_block(draft_input.bonus_tokens.to(torch.long), b, self.mask_token_id)
+        draft_fb = self._block_forward_batch(batch, self.draft_runner, block, positions, out_cache_loc, CaptureHiddenMode.NULL)
+        draft_logits = self.draft_runner.forward(draft_fb).logits_output.next_token_logits
+        draft_logits = draft_logits.view(bs, b, -1)[:, 1:].float()
+        drafts, draft_probs = choose_drafts(draft_logits, sampling, all_greedy, filters)
+
+        # 2. Verify: the target scores [bonus, drafts] in one causal pass, capturing context features.
+        block = torch.cat([block[:, :1], drafts], dim=1)
+        verify_fb = self._block_forward_batch(batch, self.target_worker.model_runner, block, positions, out_cache_loc,
+                                              CaptureHiddenMode.FULL)
+        verify = self.target_worker.forward_batch_generation(batch=None, forward_batch=verify_fb, is_verify=True)
+        logits_output = verify.logits_output
+        target_logits = logits_output.next_token_logits
+        apply_penalties(target_logits, sampling_info, b)
+
+        # 3. Accept: longest matching prefix + bonus (greedy) or speculative sampling (sampled rows).
+        accept_len, emitted = accept_block(drafts, draft_probs, target_logits.view(bs, b, -1).float(), sampling,
+                                           all_greedy, filters)
+        accept_lens = (accept_len + 1).to(torch.int32)
+        new_seq_lens = seq_lens + accept_lens
+        bonus = emitted.gather(1, accept_len[:, None])[:, 0]
+        if on_publish is not None:
+            on_publish(new_seq_lens)
+
+        # 4. Inject: committed rows' context K/V (the rest is overwritten by the next block first).
+        self.injector(logits_output.hidden_states, positions, out_cache_loc)
+        logits_output.hidden_states = None
+
+        return GenerationBatchResult(
+            logits_output=logits_output,
+            next_token_ids=emitted.reshape(-1).to(torch.int32),
+            accept_lens=accept_lens,
+            speculative_num_draft_tokens=b,
+            new_seq_lens=new_seq_lens,
+            next_draft_input=DFlashDraftInput(bonus, b),
+            can_run_cuda_graph=verify.can_run_cuda_graph,
+            extra_keep_alive_refs=[draft_fb, verify_fb, out_cache_loc],
+        )

@@ -1,0 +1,162 @@
+"""Our SGLang drafter and context injection, run on CPU against the reference drafter.
+
+SGLang's attention backends need a GPU, so a small PyTorch backend stands in for the triton one
+with the same TARGET_VERIFY contract: the block's K/V are saved at ``out_cache_loc``, then every
+block query attends to the request's prefix slots ``req_to_token[r, :seq_len]`` plus the block,
+bidirectionally for ENCODER_ONLY layers.
+"""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+pytest.importorskip("sglang.srt.layers.radix_attention", reason="needs the sglang extra installed")
+
+from sglang.srt.layers.radix_attention import AttentionType  # noqa: E402
+from sglang.srt.model_executor.forward_batch_info import ForwardMode  # noqa: E402
+from sglang.srt.model_executor.forward_context import ForwardContext, forward_context  # noqa: E402
+
+from sglang_dflash import save_drafter  # noqa: E402
+from sglang_dflash.checkpoint import read_state_dict  # noqa: E402
+from sglang_dflash.sglang.inject import ContextInjector  # noqa: E402
+from sglang_dflash.sglang.model import DFlashDraftModel as SGLangDrafter  # noqa: E402
+from sglang_dflash.testing import make_tiny_drafter, tiny_target_config  # noqa: E402
+
+POOL_SIZE = 64
+
+
+class TorchPool:
+    """The parts of SGLang's MHATokenToKVPool the drafter and the injector use."""
+
+    def __init__(self, layers, heads, dim, dtype=torch.float32):
+        self.k = [torch.zeros(POOL_SIZE, heads, dim, dtype=dtype) for _ in range(layers)]
+        self.v = [torch.zeros(POOL_SIZE, heads, dim, dtype=dtype) for _ in range(layers)]
+        self.dtype = self.store_dtype = dtype
+
+    def get_key_buffer(self, layer_id):
+        return self.k[layer_id]
+
+    def get_value_buffer(self, layer_id):
+        return self.v[layer_id]
+
+    def set_kv_buffer(self, layer, loc, cache_k, cache_v):
+        self.k[layer.layer_id][loc] = cache_k.to(self.dtype)
+        self.v[layer.layer_id][loc] = cache_v.to(self.dtype)
+
+
+class TorchBlockAttention:
+    """TARGET_VERIFY attention: prefix from the pool, block from the call, causality by layer type."""
+
+    def __init__(self, pool, req_to_token):
+        self.pool, self.req_to_token = pool, req_to_token
+
+    def forward(self, q, k, v, layer, fb, save_kv_cache=True, **kwargs):
+        if save_kv_cache:
+            self.pool.set_kv_buffer(layer, fb.out_cache_loc, k, v)
+        b = fb.spec_info.draft_token_num
+        heads, dim = layer.tp_q_head_num, layer.head_dim
+        q = q.view(-1, b, heads, dim)
+        out = torch.empty_like(q)
+        for r in range(q.shape[0]):
+            slots = self.req_to_token[fb.req_pool_indices[r], : fb.seq_lens[r] + b]
+            keys = self.pool.k[layer.layer_id][slots].transpose(0, 1)
+            values = self.pool.v[layer.layer_id][slots].transpose(0, 1)
+            causal = layer.attn_type != AttentionType.ENCODER_ONLY
+            mask = torch.ones(b, keys.shape[1], dtype=torch.bool)
+            if causal:
+                mask[:, -b:] = torch.ones(b, b, dtype=torch.bool).tril()
+            o = torch.nn.functional.scaled_dot_product_attention(
+                q[r].transpose(0, 1), keys, values, attn_mask=mask, scale=layer.scaling, enable_gqa=True)
+            out[r] = o.transpose(0, 1)
+        return out.reshape(-1, heads * dim)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    from transformers import AutoConfig
+
+    target_cfg = tiny_target_config("qwen3", vocab_size=48, hidden_size=32, num_attention_heads=4, num_key_value_heads=2)
+    reference = make_tiny_drafter(target_cfg, seed=5, num_layers=2, block_size=4, target_layer_ids=[1, 3, 4])
+    path = str(tmp_path_factory.mktemp("drafter"))
+    save_drafter(reference, path)
+    model = SGLangDrafter(AutoConfig.from_pretrained(path))
+    model.load_weights(read_state_dict(path).items())
+    model.eval()
+    g = torch.Generator().manual_seed(0)
+    embed, head = torch.randn(48, 32, generator=g), torch.randn(48, 32, generator=g) * 0.3
+    model.set_embed_and_head(embed, head)
+    return reference, model, embed, head
+
+
+def committed_context(reference, lengths, seed=1):
+    """Random target features for two requests plus a shuffled slot table."""
+    g = torch.Generator().manual_seed(seed)
+    k = reference.config.num_context_layers * reference.config.hidden_size
+    feats = [torch.randn(n, k, generator=g) for n in lengths]
+    perm = torch.randperm(POOL_SIZE - 1, generator=g) + 1
+    req_to_token = torch.zeros(3, 32, dtype=torch.long)
+    req_to_token[1, :20], req_to_token[2, :20] = perm[:20], perm[20:40]
+    return feats, req_to_token
+
+
+@torch.no_grad()
+def test_injected_context_kv_equals_the_reference_context_kv(pair):
+    reference, model, _, _ = pair
+    cfg = reference.config
+    pool = TorchPool(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim)
+    feats, req_to_token = committed_context(reference, [7])
+    slots = req_to_token[1, :7]
+    ContextInjector(model, pool, use_triton=False)(feats[0], torch.arange(7), slots)
+    expected = reference.context_kv(reference.project_context(feats[0][None]), torch.arange(7)[None])
+    for layer, (k, v) in enumerate(expected):
+        assert torch.allclose(pool.k[layer][slots], k[0].transpose(0, 1), atol=1e-5)
+        assert torch.allclose(pool.v[layer][slots], v[0].transpose(0, 1), atol=1e-5)
+
+
+@pytest.mark.parametrize("use_triton", [False, True])
+@torch.no_grad()
+def test_block_logits_equal_the_reference(pair, use_triton):
+    """Inject two requests' contexts, run one block each through our SGLang model: same logits."""
+    reference, model, embed, head = pair
+    cfg = reference.config
+    lengths = [9, 5]
+    pool = TorchPool(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim)
+    feats, req_to_token = committed_context(reference, lengths)
+    injector = ContextInjector(model, pool, use_triton=use_triton)
+    for r, n in enumerate(lengths, start=1):
+        injector(feats[r - 1], torch.arange(n), req_to_token[r, :n])
+
+    b = cfg.block_size
+    bonus = torch.tensor([5, 17])
+    block = torch.full((2, b), cfg.mask_token_id)
+    block[:, 0] = bonus
+    seq_lens = torch.tensor(lengths)
+    positions = seq_lens[:, None] + torch.arange(b)
+    out_cache_loc = torch.cat([req_to_token[r, n:n + b] for r, n in enumerate(lengths, start=1)])
+    fb = SimpleNamespace(forward_mode=ForwardMode.TARGET_VERIFY, req_pool_indices=torch.tensor([1, 2]), seq_lens=seq_lens,
+                         out_cache_loc=out_cache_loc, spec_info=SimpleNamespace(draft_token_num=b))
+    with forward_context(ForwardContext(attn_backend=TorchBlockAttention(pool, req_to_token))):
+        got = model(block.reshape(-1), positions.reshape(-1), fb).next_token_logits.view(2, b, -1)
+
+    for r, n in enumerate(lengths):
+        cache = reference.new_cache(1, "cpu", torch.float32)
+        reference.extend_cache(cache, feats[r][None], torch.ones(1, n, dtype=torch.bool), torch.arange(n)[None])
+        hidden = reference.draft_block(embed[block[r:r + 1]], positions[r:r + 1], cache)
+        assert torch.allclose(got[r], hidden[0] @ head.T, atol=1e-4), (got[r] - hidden[0] @ head.T).abs().max()
+
+
+def test_load_weights_rejects_a_wrong_checkpoint(pair):
+    reference, model, _, _ = pair
+    state = {k: v for k, v in reference.state_dict().items() if k != "norm.weight"}
+    with pytest.raises(ValueError, match="norm.weight"):
+        model.load_weights(state.items())
+
+
+def test_context_kv_weight_stacks_every_layers_k_and_v_rows(pair):
+    reference, model, _, _ = pair
+    w = model.context_kv_weight()
+    kv = reference.config.num_key_value_heads * reference.config.head_dim
+    assert w.shape == (2 * 2 * kv, reference.config.hidden_size)
+    assert torch.equal(w[:kv], reference.layers[0].self_attn.k_proj.weight)
+    assert torch.equal(w[3 * kv:], reference.layers[1].self_attn.v_proj.weight)
