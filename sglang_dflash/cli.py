@@ -4,6 +4,8 @@
     sglang-dflash gen-data --target T --out data.jsonl     self-distilled training records
     sglang-dflash train --target T --data data.jsonl --out DIR
     sglang-dflash eval-tau --target T --drafter D --prompts humaneval.jsonl
+    sglang-dflash bench --model T --drafter D --datasets a.jsonl b.jsonl --out DIR
+    sglang-dflash bench-report DIR/results.json --out DIR
 """
 
 from __future__ import annotations
@@ -133,6 +135,26 @@ def _smollm2(args) -> int:
     return 0
 
 
+def _add_bench(sub) -> None:
+    from .bench.harness import add_parser
+
+    add_parser(sub)
+    p = sub.add_parser("bench-report", help="re-render the table and plot of a recorded benchmark JSON")
+    p.add_argument("results", help="a results.json written by `sglang-dflash bench`")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_bench_report)
+
+
+def _bench_report(args) -> int:
+    from .bench.report import write_report
+
+    with open(args.results, encoding="utf-8") as f:
+        raw = json.load(f)
+    raw.pop("summary", None)
+    print(json.dumps(write_report(raw, args.out)))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sglang-dflash", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -145,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.choices["train"].set_defaults(func=_train)
     _add_eval_tau(sub)
     sub.choices["eval-tau"].set_defaults(func=_eval_tau)
+    _add_bench(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

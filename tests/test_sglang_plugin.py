@@ -47,17 +47,23 @@ def test_entry_point_is_declared():
     assert eps.get("dflash") == "sglang_dflash.sglang.plugin:register"
 
 
-def test_plugin_routes_dflash_to_our_worker_and_model(pair):
-    target, drafter, _ = pair
-    result = run_python(f"""
+def dflash_worker_code(target: str, drafter: str) -> str:
+    """Load plugins, validate ServerArgs for DFLASH with the pair, ask for the worker class."""
+    return f"""
         load_plugins()
         from sglang.srt.server_args import ServerArgs
         from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
         from sglang.srt.models.registry import ModelRegistry
-        from sglang.srt.managers import scheduler
         sa = ServerArgs(model_path={target!r}, speculative_algorithm="DFLASH",
                         speculative_draft_model_path={drafter!r}, device="cuda")
         worker = SpeculativeAlgorithm.DFLASH.create_worker(sa)
+    """
+
+
+def test_plugin_routes_dflash_to_our_worker_and_model(pair):
+    target, drafter, _ = pair
+    result = run_python(dflash_worker_code(target, drafter) + """
+        from sglang.srt.managers import scheduler
         eagle = SpeculativeAlgorithm.EAGLE.create_worker(sa)
         from types import SimpleNamespace
         req = SimpleNamespace(return_logprob=True, sampling_params=None, return_hidden_states=False)
@@ -78,14 +84,7 @@ def test_plugin_routes_dflash_to_our_worker_and_model(pair):
 
 def test_environment_switch_selects_the_builtin(pair):
     target, drafter, _ = pair
-    result = run_python(f"""
-        load_plugins()
-        from sglang.srt.server_args import ServerArgs
-        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
-        from sglang.srt.models.registry import ModelRegistry
-        sa = ServerArgs(model_path={target!r}, speculative_algorithm="DFLASH",
-                        speculative_draft_model_path={drafter!r}, device="cuda")
-        worker = SpeculativeAlgorithm.DFLASH.create_worker(sa)
+    result = run_python(dflash_worker_code(target, drafter) + """
         print("RESULT " + json.dumps(dict(worker=worker.__module__, model=ModelRegistry.models["DFlashDraftModel"].__module__)))
     """, {"SGLANG_DFLASH_IMPL": "builtin"})
     assert result["worker"].startswith("sglang.srt.speculative.") and "sglang_dflash" not in result["worker"]

@@ -21,7 +21,9 @@ uses, so the worker is checked against the reference rather than re-derived.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import os
 from typing import Optional
 
 import torch
@@ -84,6 +86,44 @@ def accept_block(drafts, draft_probs, target_logits, sampling: spec.BatchSamplin
     return torch.where(greedy, greedy_len, spec_len), torch.where(greedy[:, None], greedy_emitted, spec_emitted)
 
 
+PROFILE_ENV = "SGLANG_DFLASH_PROFILE"
+
+
+class StepProfiler:
+    """CUDA-event timing of the draft, verify and accept+inject phases of every decode step.
+
+    Enabled by ``SGLANG_DFLASH_PROFILE=path``; events are read once complete (no synchronisation
+    in the step) and the running means are rewritten to ``path`` as JSON every 32 steps.
+    """
+
+    PHASES = ("draft_ms", "verify_ms", "accept_inject_ms")
+
+    def __init__(self, path: str) -> None:
+        self.path, self.pending, self.steps = path, [], 0
+        self.totals = dict.fromkeys(self.PHASES, 0.0)
+
+    @staticmethod
+    def mark() -> torch.cuda.Event:
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def add(self, events: list) -> None:
+        self.pending.append(events)
+        while self.pending and self.pending[0][-1].query():
+            marks = self.pending.pop(0)
+            for name, start, end in zip(self.PHASES, marks, marks[1:]):
+                self.totals[name] += start.elapsed_time(end)
+            self.steps += 1
+            if self.steps % 32 == 0:
+                self.write()
+
+    def write(self) -> None:
+        stats = {name: total / max(1, self.steps) for name, total in self.totals.items()}
+        with open(self.path, "w", encoding="utf-8") as f:
+            json.dump({**stats, "steps": self.steps}, f)
+
+
 class DFlashWorker(BaseSpecWorker):
     """Drop-in for SGLang's DFLASH worker: same constructor, same scheduler contract."""
 
@@ -115,6 +155,8 @@ class DFlashWorker(BaseSpecWorker):
         self.mask_token_id = self.dflash.mask_token_id
         self.injector: Optional[ContextInjector] = None
         self._offsets = torch.arange(self.block_size, device=self.device)
+        profile = os.environ.get(PROFILE_ENV)
+        self.profiler = StepProfiler(profile) if profile and torch.cuda.is_available() else None
         logger.info("sglang-dflash worker ready: block_size=%d, draft layers=%d, target layers %s",
                     self.block_size, self.dflash.num_hidden_layers, list(self.dflash.target_layer_ids))
 
@@ -187,12 +229,16 @@ class DFlashWorker(BaseSpecWorker):
             start_offset=seq_lens, end_offset=seq_lens + b, batch_size=bs, draft_token_num=b, device=self.device)
         positions = (seq_lens[:, None] + self._offsets[None, :]).reshape(-1)
 
+        marks = [self.profiler.mark()] if self.profiler else None
+
         # 1. Draft: one bidirectional pass over [context ; block] in the draft model.
         block = spec.build_block(draft_input.bonus_tokens.to(torch.long), b, self.mask_token_id)
         draft_fb = self._block_forward_batch(batch, self.draft_runner, block, positions, out_cache_loc, CaptureHiddenMode.NULL)
         draft_logits = self.draft_runner.forward(draft_fb).logits_output.next_token_logits
-        draft_logits = draft_logits.view(bs, b, -1)[:, 1:].float()
+        draft_logits = draft_logits.view(bs, b, -1)[:, 1:]
         drafts, draft_probs = choose_drafts(draft_logits, sampling, all_greedy, filters)
+        if marks:
+            marks.append(self.profiler.mark())
 
         # 2. Verify: the target scores [bonus, drafts] in one causal pass, capturing context features.
         block = torch.cat([block[:, :1], drafts], dim=1)
@@ -201,11 +247,12 @@ class DFlashWorker(BaseSpecWorker):
         verify = self.target_worker.forward_batch_generation(batch=None, forward_batch=verify_fb, is_verify=True)
         logits_output = verify.logits_output
         target_logits = logits_output.next_token_logits
+        if marks:
+            marks.append(self.profiler.mark())
         apply_penalties(target_logits, sampling_info, b)
 
         # 3. Accept: longest matching prefix + bonus (greedy) or speculative sampling (sampled rows).
-        accept_len, emitted = accept_block(drafts, draft_probs, target_logits.view(bs, b, -1).float(), sampling,
-                                           all_greedy, filters)
+        accept_len, emitted = accept_block(drafts, draft_probs, target_logits.view(bs, b, -1), sampling, all_greedy, filters)
         accept_lens = (accept_len + 1).to(torch.int32)
         new_seq_lens = seq_lens + accept_lens
         bonus = emitted.gather(1, accept_len[:, None])[:, 0]
@@ -215,6 +262,9 @@ class DFlashWorker(BaseSpecWorker):
         # 4. Inject: committed rows' context K/V (the rest is overwritten by the next block first).
         self.injector(logits_output.hidden_states, positions, out_cache_loc)
         logits_output.hidden_states = None
+        if marks:
+            marks.append(self.profiler.mark())
+            self.profiler.add(marks)
 
         return GenerationBatchResult(
             logits_output=logits_output,

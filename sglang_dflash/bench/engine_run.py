@@ -1,0 +1,84 @@
+"""Run one benchmark mode in its own process: start ``sglang.Engine``, time every request, stop.
+
+    python -m sglang_dflash.bench.engine_run CONFIG.json RESULT.json
+
+CONFIG holds ``mode``, ``engine_args``, ``sampling_params``, ``warmup`` and ``groups`` (each a
+dataset name, a concurrency and its prompts as token ids).  Requests of a group are issued with
+at most ``concurrency`` in flight; each is streamed so its time to first token is measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+
+from tqdm import tqdm
+
+
+async def _one(engine, prompt: dict, params: dict, limiter: asyncio.Semaphore) -> dict:
+    async with limiter:
+        start = time.perf_counter()
+        ttft, last, chunks = None, None, []
+        stream = await engine.async_generate(input_ids=list(prompt["input_ids"]), sampling_params=params, stream=True)
+        async for chunk in stream:
+            if ttft is None:
+                ttft = time.perf_counter() - start
+            chunks.append(list(chunk.get("output_ids") or []))
+            last = chunk
+        latency = time.perf_counter() - start
+    meta = (last or {}).get("meta_info", {})
+    completion = int(meta.get("completion_tokens", 0))
+    # Non-incremental streaming repeats all tokens in every chunk; incremental streaming does not.
+    output_ids = chunks[-1] if chunks and len(chunks[-1]) == completion else [t for c in chunks for t in c]
+    return {
+        "id": prompt["id"],
+        "output_ids": output_ids,
+        "latency": latency,
+        "ttft": ttft,
+        "completion_tokens": completion,
+        "spec_verify_ct": meta.get("spec_verify_ct"),
+        "spec_accept_length": meta.get("spec_accept_length"),
+        "finish_reason": str(meta.get("finish_reason")),
+    }
+
+
+async def run_group(engine, prompts: list[dict], params: dict, concurrency: int, desc: str) -> tuple[list[dict], float]:
+    limiter = asyncio.Semaphore(concurrency)
+    start = time.perf_counter()
+    tasks = [asyncio.ensure_future(_one(engine, p, params, limiter)) for p in prompts]
+    samples = [await t for t in tqdm(asyncio.as_completed(tasks), total=len(tasks), desc=desc, unit="req", file=sys.stderr)]
+    return samples, time.perf_counter() - start
+
+
+def main(config_path: str, result_path: str) -> None:
+    import sglang
+
+    with open(config_path, encoding="utf-8") as f:
+        cfg = json.load(f)
+    engine = sglang.Engine(**cfg["engine_args"])
+    loop = asyncio.get_event_loop()
+    results = {"mode": cfg["mode"], "groups": []}
+    try:
+        warm = cfg["groups"][0]["prompts"][: cfg.get("warmup", 4)]
+        loop.run_until_complete(run_group(engine, warm, cfg["sampling_params"], len(warm), f"{cfg['mode']} warmup"))
+        for group in cfg["groups"]:
+            desc = f"{cfg['mode']} {group['dataset']} c={group['concurrency']}"
+            samples, wall = loop.run_until_complete(
+                run_group(engine, group["prompts"], cfg["sampling_params"], group["concurrency"], desc))
+            results["groups"].append({"dataset": group["dataset"], "concurrency": group["concurrency"],
+                                      "wall_seconds": wall, "samples": samples})
+    finally:
+        engine.shutdown()
+    profile = os.environ.get("SGLANG_DFLASH_PROFILE")
+    if profile and os.path.exists(profile):
+        with open(profile, encoding="utf-8") as f:
+            results["step_profile"] = json.load(f)
+    with open(result_path, "w", encoding="utf-8") as f:
+        json.dump(results, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,205 @@
+"""Benchmark orchestration: every mode in its own process, same target, drafter, prompts and sampling.
+
+    sglang-dflash bench --model T --drafter D --datasets humaneval.jsonl gsm8k.jsonl \\
+        --num-prompts 64 --max-new-tokens 256 --concurrency 1,4,16 --out bench/results/run
+
+Modes: ``baseline`` (no speculation), ``dflash`` (ours), ``dflash-builtin`` (SGLang's built-in
+DFLASH, selected through ``SGLANG_DFLASH_IMPL=builtin``), ``ngram`` (SGLang's NGRAM, no drafter).
+At temperature 0 every output is also re-scored teacher-forced by the float32 target
+(:mod:`sglang_dflash.evaluation`), for every mode, baseline included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+
+from tqdm import tqdm
+
+from .datasets import dataset_name, load_dataset, read_jsonl_prompts
+from .report import write_report
+
+MODES = ("baseline", "dflash", "dflash-builtin", "ngram")
+DRAFTER_MODES = ("dflash", "dflash-builtin")
+
+
+def parse_concurrency(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"--concurrency {text!r} is invalid; expected comma-separated integers >= 1, e.g. 1,4,16")
+    return values
+
+
+@dataclass
+class BenchConfig:
+    model: str
+    datasets: list[str]
+    out: str
+    drafter: str | None = None
+    modes: list[str] = field(default_factory=lambda: list(MODES))
+    num_prompts: int = 64
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    concurrency: list[int] = field(default_factory=lambda: [1, 4, 16])
+    block_size: int | None = None
+    attention_backend: str = "triton"
+    mem_fraction_static: float = 0.6
+    disable_radix_cache: bool = True
+    timeout_s: int = 3600
+    rescore: bool = True
+    warmup: int = 4
+
+    def validate(self) -> None:
+        unknown = [m for m in self.modes if m not in MODES]
+        if unknown:
+            raise ValueError(f"--modes {unknown} is invalid; expected some of {list(MODES)}")
+        if any(m in DRAFTER_MODES for m in self.modes) and not self.drafter:
+            raise ValueError("--drafter is required for the dflash and dflash-builtin modes")
+        if self.num_prompts < 1 or self.max_new_tokens < 1:
+            raise ValueError(f"--num-prompts={self.num_prompts} and --max-new-tokens={self.max_new_tokens} must be >= 1")
+        if self.temperature < 0:
+            raise ValueError(f"--temperature={self.temperature} is invalid; expected >= 0")
+        if not self.concurrency or any(c < 1 for c in self.concurrency):
+            raise ValueError(f"--concurrency={self.concurrency} is invalid; expected integers >= 1")
+        for path in self.datasets:
+            read_jsonl_prompts(path, limit=1)  # exists and parses
+
+
+def engine_args(cfg: BenchConfig, mode: str) -> dict:
+    args = {
+        "model_path": cfg.model,
+        "attention_backend": cfg.attention_backend,
+        "mem_fraction_static": cfg.mem_fraction_static,
+        "max_running_requests": max(cfg.concurrency),
+        "disable_radix_cache": cfg.disable_radix_cache,
+        "log_level": "warning",
+    }
+    if mode in DRAFTER_MODES:
+        args.update(speculative_algorithm="DFLASH", speculative_draft_model_path=cfg.drafter)
+        if cfg.block_size:
+            args["speculative_num_draft_tokens"] = cfg.block_size
+    elif mode == "ngram":
+        args.update(speculative_algorithm="NGRAM")
+    return args
+
+
+def mode_env(mode: str, profile_path: str) -> dict:
+    env = dict(os.environ)
+    env["SGLANG_DFLASH_IMPL"] = "builtin" if mode == "dflash-builtin" else "sglang-dflash"
+    if mode == "dflash":
+        env["SGLANG_DFLASH_PROFILE"] = profile_path
+    return env
+
+
+def environment(cfg: BenchConfig) -> dict:
+    import importlib.metadata as md
+
+    info = {"model": cfg.model, "drafter": cfg.drafter, "attention_backend": cfg.attention_backend}
+    for pkg in ("sglang", "torch", "transformers", "sglang-dflash", "sglang-kernel"):
+        try:
+            info[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            info[pkg] = None
+    try:
+        import torch
+
+        info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    except Exception:  # pragma: no cover
+        info["gpu"] = "unknown"
+    return info
+
+
+def run_mode(cfg: BenchConfig, mode: str, groups: list[dict], workdir: str) -> dict:
+    config_path = os.path.join(workdir, f"{mode}.config.json")
+    result_path = os.path.join(workdir, f"{mode}.result.json")
+    sampling = {"max_new_tokens": cfg.max_new_tokens, "temperature": cfg.temperature}
+    with open(config_path, "w", encoding="utf-8") as f:
+        json.dump({"mode": mode, "engine_args": engine_args(cfg, mode), "sampling_params": sampling, "groups": groups,
+                   "warmup": cfg.warmup}, f)
+    proc = subprocess.run([sys.executable, "-m", "sglang_dflash.bench.engine_run", config_path, result_path],
+                          env=mode_env(mode, os.path.join(workdir, f"{mode}.profile.json")), timeout=cfg.timeout_s)
+    if proc.returncode != 0 or not os.path.exists(result_path):
+        raise RuntimeError(f"benchmark mode {mode!r} failed (exit code {proc.returncode}); see its output above")
+    with open(result_path, encoding="utf-8") as f:
+        result = json.load(f)
+    for group in result["groups"]:
+        group["step_profile"] = result.get("step_profile")
+    return result
+
+
+def rescore(cfg: BenchConfig, raw: dict, prompts: dict[str, list]) -> None:
+    """Teacher-forced greedy consistency of every group (float32 target)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from ..evaluation import ConsistencyReport, teacher_forced_gaps
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    target = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=torch.float32).to(device).eval()
+    for mode_result in tqdm(raw["modes"], desc="re-scoring", unit="mode"):
+        for group in mode_result["groups"]:
+            by_id = {p.id: p.input_ids for p in prompts[group["dataset"]]}
+            samples = group["samples"]
+            gaps = teacher_forced_gaps(target, [by_id[s["id"]] for s in samples], [s["output_ids"] for s in samples])
+            group["greedy_consistency"] = ConsistencyReport.from_gaps(gaps).as_dict()
+
+
+def run(cfg: BenchConfig) -> dict[str, str]:
+    from transformers import AutoTokenizer
+
+    cfg.validate()
+    tokenizer = AutoTokenizer.from_pretrained(cfg.model)
+    prompts = {dataset_name(p): load_dataset(p, tokenizer, cfg.num_prompts) for p in cfg.datasets}
+    groups = [{"dataset": name, "concurrency": c,
+               "prompts": [{"id": p.id, "input_ids": list(p.input_ids)} for p in ps]}
+              for c in cfg.concurrency for name, ps in prompts.items()]
+    raw = {"temperature": cfg.temperature, "max_new_tokens": cfg.max_new_tokens, "num_prompts": cfg.num_prompts,
+           "config": dataclasses.asdict(cfg), "environment": environment(cfg), "modes": []}
+    with tempfile.TemporaryDirectory() as workdir:
+        for mode in tqdm(cfg.modes, desc="modes", unit="mode"):
+            raw["modes"].append(run_mode(cfg, mode, groups, workdir))
+    if cfg.temperature == 0 and cfg.rescore:
+        rescore(cfg, raw, prompts)
+    return write_report(raw, cfg.out)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("bench", help="benchmark our DFLASH against the built-in, NGRAM and no speculation")
+    p.add_argument("--model", required=True)
+    p.add_argument("--drafter", default=None)
+    p.add_argument("--datasets", nargs="+", required=True, help="JSONL files of {id, prompt}")
+    p.add_argument("--out", required=True, help="output directory for results.{json,md,png}")
+    p.add_argument("--modes", default=",".join(MODES), type=lambda s: [m.strip() for m in s.split(",") if m.strip()])
+    p.add_argument("--num-prompts", type=int, default=64)
+    p.add_argument("--max-new-tokens", type=int, default=256)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--concurrency", type=parse_concurrency, default=[1, 4, 16])
+    p.add_argument("--block-size", type=int, default=None)
+    p.add_argument("--attention-backend", default="triton")
+    p.add_argument("--mem-fraction-static", type=float, default=0.6)
+    p.add_argument("--keep-radix-cache", dest="disable_radix_cache", action="store_false")
+    p.add_argument("--no-rescore", dest="rescore", action="store_false")
+    p.add_argument("--timeout-s", type=int, default=3600)
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    fields = {f.name for f in dataclasses.fields(BenchConfig)}
+    cfg = BenchConfig(**{k: v for k, v in vars(args).items() if k in fields})
+    try:
+        cfg.validate()
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    paths = run(cfg)
+    print(json.dumps(paths))
+    return 0

@@ -1,0 +1,95 @@
+"""Benchmark report: the raw JSON in, a summary table (markdown) and a speedup plot (PNG) out."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+from .metrics import agreement_with_baseline, speedups, summarize_group
+
+
+def summarize(raw: dict) -> list[dict]:
+    """One row per (dataset, concurrency, mode) with metrics, speedup and output agreement."""
+    by_key: dict[tuple, dict[str, dict]] = {}
+    for mode_result in raw["modes"]:
+        for group in mode_result["groups"]:
+            by_key.setdefault((group["dataset"], group["concurrency"]), {})[mode_result["mode"]] = group
+    rows = []
+    for (dataset, concurrency), groups in sorted(by_key.items()):
+        summary = {mode: summarize_group(g["samples"], g["wall_seconds"]) for mode, g in groups.items()}
+        ratios = speedups(summary)
+        for mode, s in summary.items():
+            row = {"dataset": dataset, "concurrency": concurrency, "mode": mode, **s,
+                   "speedup": ratios.get(mode, math.nan)}
+            if "baseline" in groups and raw.get("temperature", 0) == 0:
+                row["exact_match_rate"] = agreement_with_baseline(groups[mode]["samples"], groups["baseline"]["samples"])["exact_match_rate"]
+            row["greedy_consistency"] = groups[mode].get("greedy_consistency", {}).get("rate")
+            profile = groups[mode].get("step_profile") or {}
+            row["draft_ms"], row["verify_ms"] = profile.get("draft_ms"), profile.get("verify_ms")
+            rows.append(row)
+    return rows
+
+
+def _fmt(value, digits=2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+COLUMNS = [("dataset", 0), ("concurrency", 0), ("mode", 0), ("output_tokens_per_s", 1), ("speedup", 2), ("tau", 2),
+           ("latency_p50", 2), ("latency_p90", 2), ("ttft_p50", 3), ("exact_match_rate", 2), ("greedy_consistency", 3),
+           ("draft_ms", 3), ("verify_ms", 3)]
+
+
+def markdown_table(rows: list[dict]) -> str:
+    header = "| " + " | ".join(name for name, _ in COLUMNS) + " |"
+    sep = "|" + "|".join("---" for _ in COLUMNS) + "|"
+    lines = [header, sep]
+    for row in rows:
+        lines.append("| " + " | ".join(_fmt(row.get(name), digits) for name, digits in COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_speedups(rows: list[dict], path: str) -> None:
+    """Speedup over baseline vs concurrency, one line per mode, one panel per dataset."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = sorted({r["dataset"] for r in rows})
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 3.8), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        for mode in sorted({r["mode"] for r in rows}):
+            pts = sorted((r["concurrency"], r["speedup"]) for r in rows if r["dataset"] == dataset and r["mode"] == mode)
+            if pts:
+                ax.plot([c for c, _ in pts], [s for _, s in pts], marker="o", label=mode)
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        ax.set_xscale("log", base=2)
+        levels = sorted({r["concurrency"] for r in rows})
+        ax.set_xticks(levels, [str(c) for c in levels])
+        ax.set_xlabel("concurrency")
+        ax.set_ylabel("throughput / baseline")
+        ax.set_title(dataset)
+        ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_report(raw: dict, out_dir: str, stem: str = "results") -> dict[str, str]:
+    """Write ``stem.json`` (raw + summary rows), ``stem.md`` and ``stem.png``; returns their paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    rows = summarize(raw)
+    paths = {ext: os.path.join(out_dir, f"{stem}.{ext}") for ext in ("json", "md", "png")}
+    with open(paths["json"], "w", encoding="utf-8") as f:
+        json.dump({**raw, "summary": rows}, f, indent=1)
+    env = raw.get("environment", {})
+    with open(paths["md"], "w", encoding="utf-8") as f:
+        f.write(f"# Benchmark: {env.get('model', '?')} on {env.get('gpu', '?')}\n\n")
+        f.write(f"temperature {raw.get('temperature')}, max_new_tokens {raw.get('max_new_tokens')}, "
+                f"drafter {env.get('drafter', '?')}\n\n")
+        f.write(markdown_table(rows))
+    plot_speedups(rows, paths["png"])
+    return paths

@@ -1,0 +1,126 @@
+"""Benchmark harness parts that need no GPU: datasets, metric math, report rendering, CLI errors."""
+
+import json
+import math
+import os
+
+import pytest
+
+from sglang_dflash.bench.datasets import dataset_name, load_dataset, read_jsonl_prompts
+from sglang_dflash.bench.harness import BenchConfig, engine_args, mode_env, parse_concurrency
+from sglang_dflash.bench.metrics import agreement_with_baseline, mean_tau, percentile, speedups, summarize_group
+from sglang_dflash.bench.report import markdown_table, summarize
+from sglang_dflash.cli import main as cli_main
+
+SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+
+
+def test_reads_the_real_prompt_sets_with_limits():
+    humaneval = read_jsonl_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl"))
+    assert len(humaneval) == 164 and humaneval[0][0] == "HumanEval/0"
+    assert len(read_jsonl_prompts(os.path.join(SHARED_DATA, "gsm8k.jsonl"), limit=10)) == 10
+    assert dataset_name("/x/gsm8k.jsonl") == "gsm8k"
+
+
+def test_bad_dataset_files_fail_clearly(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        read_jsonl_prompts(str(tmp_path / "none.jsonl"))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1, "prompt": "ok"}\n{"id": 2}\n')
+    with pytest.raises(ValueError, match="bad.jsonl:2"):
+        read_jsonl_prompts(str(bad))
+
+
+def test_chat_template_is_applied():
+    from transformers import AutoTokenizer
+
+    from sglang_dflash.smollm2 import ensure_smollm2
+
+    tokenizer = AutoTokenizer.from_pretrained(ensure_smollm2())
+    prompts = load_dataset(os.path.join(SHARED_DATA, "gsm8k.jsonl"), tokenizer, limit=2)
+    text = tokenizer.decode(prompts[0].input_ids)
+    assert text.startswith("<|im_start|>") and "Janet" in text and text.rstrip().endswith("assistant")
+
+
+def sample(rid, tokens, latency, ttft, verify=None, ids=None):
+    return {"id": rid, "output_ids": ids or list(range(tokens)), "latency": latency, "ttft": ttft,
+            "completion_tokens": tokens, "spec_verify_ct": verify}
+
+
+def test_metric_math_on_recorded_samples():
+    assert percentile([1, 2, 3, 4], 50) == 2.5 and percentile([5], 90) == 5 and math.isnan(percentile([], 50))
+    spec = [sample("a", 100, 1.0, 0.1, verify=25), sample("b", 60, 2.0, 0.2, verify=40)]
+    assert mean_tau(spec) == pytest.approx(160 / 65)
+    assert mean_tau([sample("a", 10, 1.0, 0.1)]) is None
+    s = summarize_group(spec, wall_seconds=4.0)
+    assert s["output_tokens_per_s"] == 40.0 and s["latency_p50"] == 1.5 and s["requests"] == 2
+    assert speedups({"baseline": {"output_tokens_per_s": 20.0}, "dflash": {"output_tokens_per_s": 50.0}}) == {
+        "baseline": 1.0, "dflash": 2.5}
+    agree = agreement_with_baseline([sample("a", 3, 1, 0, ids=[1, 2, 3]), sample("b", 2, 1, 0, ids=[4, 5])],
+                                    [sample("b", 2, 1, 0, ids=[4, 6]), sample("a", 3, 1, 0, ids=[1, 2, 3])])
+    assert agree["exact_match_rate"] == 0.5 and agree["first_divergence"] == [None, 1]
+
+
+def recorded_run():
+    def group(dataset, c, wall, tokens, verify, ids_shift=0):
+        samples = [sample(f"{dataset}-{i}", tokens, wall / 2, 0.05 * c, verify, ids=[i, i + ids_shift]) for i in range(4)]
+        return {"dataset": dataset, "concurrency": c, "wall_seconds": wall, "samples": samples,
+                "greedy_consistency": {"rate": 1.0 if ids_shift == 0 else 0.9}}
+
+    modes = []
+    for mode, factor, verify, shift in (("baseline", 1.0, None, 0), ("dflash", 0.4, 20, 0), ("dflash-builtin", 0.6, 30, 1)):
+        modes.append({"mode": mode, "groups": [group(d, c, 10.0 * factor * (1 + c / 8), 100, verify, shift)
+                                               for d in ("humaneval", "gsm8k") for c in (1, 4, 16)]})
+    return {"temperature": 0.0, "max_new_tokens": 100, "environment": {"model": "tiny", "gpu": "recorded"}, "modes": modes}
+
+
+def test_report_rows_table_and_plot_from_a_recorded_json(tmp_path):
+    raw = recorded_run()
+    rows = summarize(raw)
+    assert len(rows) == 18
+    row = next(r for r in rows if r["mode"] == "dflash" and r["dataset"] == "gsm8k" and r["concurrency"] == 4)
+    assert row["speedup"] == pytest.approx(2.5) and row["tau"] == pytest.approx(5.0) and row["exact_match_rate"] == 1.0
+    builtin = next(r for r in rows if r["mode"] == "dflash-builtin" and r["concurrency"] == 1)
+    assert builtin["exact_match_rate"] == 0.0 and builtin["greedy_consistency"] == 0.9
+    table = markdown_table(rows)
+    assert table.count("\n") == 20 and "| gsm8k | 4 | dflash | 66.7 | 2.50 | 5.00 |" in table
+
+    recorded = tmp_path / "recorded.json"
+    recorded.write_text(json.dumps(raw))
+    assert cli_main(["bench-report", str(recorded), "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "results.png").stat().st_size > 10_000
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert "recorded" in md and "dflash-builtin" in md
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["summary"][0]["dataset"] == "gsm8k"
+
+
+def test_engine_arguments_and_environment_per_mode():
+    cfg = BenchConfig(model="m", drafter="d", datasets=[], out="o", concurrency=[1, 16], block_size=16)
+    assert "speculative_algorithm" not in engine_args(cfg, "baseline")
+    ours = engine_args(cfg, "dflash")
+    assert ours["speculative_algorithm"] == "DFLASH" and ours["speculative_draft_model_path"] == "d"
+    assert ours["max_running_requests"] == 16 and ours["speculative_num_draft_tokens"] == 16
+    assert engine_args(cfg, "ngram")["speculative_algorithm"] == "NGRAM"
+    assert mode_env("dflash-builtin", "p")["SGLANG_DFLASH_IMPL"] == "builtin"
+    assert mode_env("dflash", "p")["SGLANG_DFLASH_PROFILE"] == "p"
+
+
+def test_cli_argument_errors(capsys, tmp_path):
+    data = os.path.join(SHARED_DATA, "gsm8k.jsonl")
+    with pytest.raises(SystemExit):
+        cli_main(["bench", "--model", "m", "--datasets", data, "--out", "o", "--concurrency", "0,4"])
+    assert "--concurrency '0,4' is invalid" in capsys.readouterr().err
+    assert cli_main(["bench", "--model", "m", "--datasets", data, "--out", "o", "--modes", "baseline,eagle"]) == 2
+    assert "--modes ['eagle'] is invalid" in capsys.readouterr().err
+    assert cli_main(["bench", "--model", "m", "--datasets", data, "--out", "o", "--modes", "dflash"]) == 2
+    assert "--drafter is required" in capsys.readouterr().err
+    assert cli_main(["bench", "--model", "m", "--datasets", str(tmp_path / "x.jsonl"), "--out", "o", "--modes", "baseline"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(argparse_error_type()):
+        parse_concurrency("a,b")
+
+
+def argparse_error_type():
+    import argparse
+
+    return argparse.ArgumentTypeError
