@@ -74,6 +74,27 @@ def save_tiny_pair(directory: str, family: str = "llama", seed: int = 0, **draft
     return target_dir, drafter_dir
 
 
+def self_distilled_corpus(target: nn.Module, num_prompts: int = 96, max_new_tokens: int = 48, seed: int = 0) -> list[dict]:
+    """Training records: ``target``'s own greedy continuations of random token prompts (3-11 tokens)."""
+    from .train.data import generate_responses_hf
+
+    vocab = target.config.get_text_config().vocab_size
+    g = torch.Generator().manual_seed(seed)
+    prompts = [torch.randint(1, vocab - 1, (int(torch.randint(3, 12, (1,), generator=g)),), generator=g).tolist()
+               for _ in range(num_prompts)]
+    return list(generate_responses_hf(target, prompts, max_new_tokens=max_new_tokens, eos_token_id=None, batch_size=32))
+
+
+def tiny_train_config(data: str, output: str, **overrides: Any):
+    """A :class:`~sglang_dflash.train.trainer.TrainConfig` that trains a 2-layer, block-4 drafter in seconds."""
+    from .train.trainer import TrainConfig
+
+    fields: dict[str, Any] = dict(target="", data=data, output=str(output), num_draft_layers=2, block_size=4, steps=400,
+                                  batch_size=8, num_anchors=16, lr=3e-3, warmup_steps=20, log_every=10, save_every=100)
+    fields.update(overrides)
+    return TrainConfig(**fields)
+
+
 def arrange_oracle(target: nn.Module, drafter: DFlashDraftModel, token_id: int, strength: float, dim: int = 0) -> None:
     """Rewire a random target and drafter so the drafter predicts what the target mostly says.
 

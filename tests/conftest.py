@@ -18,3 +18,27 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def tiny_corpus(tmp_path_factory):
+    """A tiny Llama target, 96 of its own greedy continuations, the first 64 written as training data."""
+    from sglang_dflash.testing import make_tiny_target, self_distilled_corpus
+    from sglang_dflash.train.data import write_records
+
+    target = make_tiny_target("llama", seed=0)
+    records = self_distilled_corpus(target)
+    path = str(tmp_path_factory.mktemp("corpus") / "train.jsonl")
+    assert write_records(records[:64], path) == 64
+    return target, path, records
+
+
+@pytest.fixture(scope="session")
+def tiny_trained(tiny_corpus, tmp_path_factory):
+    """A drafter trained on ``tiny_corpus`` (400 steps, block 4): (output directory, training summary)."""
+    from sglang_dflash.testing import tiny_train_config
+    from sglang_dflash.train.trainer import train
+
+    target, path, _ = tiny_corpus
+    out = tmp_path_factory.mktemp("trained")
+    return out, train(tiny_train_config(path, out), target=target)

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from sglang_dflash import SamplingParams, load_drafter, spec_generate
-from sglang_dflash.testing import make_tiny_drafter, make_tiny_target
+from sglang_dflash.testing import make_tiny_drafter, make_tiny_target, tiny_train_config
 from sglang_dflash.train import trainer as trainer_module
-from sglang_dflash.train.data import builtin_prompts, generate_responses_hf, overlapping_prompts, read_prompts, read_records, write_records
+from sglang_dflash.train.data import builtin_prompts, overlapping_prompts, read_prompts, read_records
 from sglang_dflash.train.objective import IGNORE, build_blocks, context_visibility, position_weights, sample_anchors
 from sglang_dflash.train.trainer import TrainConfig, init_from_target_layers, train
 
@@ -47,31 +47,18 @@ def test_position_weights_decay_and_skip_the_anchor():
     assert position_weights(4, None).tolist() == [0, 1, 1, 1]
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    """A tiny target and 96 of its own greedy continuations of random prompts."""
-    target = make_tiny_target("llama", seed=0)
-    g = torch.Generator().manual_seed(0)
-    prompts = [torch.randint(1, 63, (int(torch.randint(3, 12, (1,), generator=g)),), generator=g).tolist() for _ in range(96)]
-    records = list(generate_responses_hf(target, prompts, max_new_tokens=48, eos_token_id=None, batch_size=32))
-    path = str(tmp_path_factory.mktemp("corpus") / "train.jsonl")
-    assert write_records(records[:64], path) == 64
-    return target, path, records
-
-
 def config(path, output, **kw):
-    base = dict(target="", data=path, output=str(output), num_draft_layers=2, block_size=4, steps=400, batch_size=8,
-                num_anchors=16, lr=3e-3, warmup_steps=20, log_every=10, save_every=100)
-    base.update(kw)
-    return TrainConfig(**base)
+    return tiny_train_config(path, output, **kw)
 
 
 @pytest.fixture(scope="module")
-def trained(corpus, tmp_path_factory):
-    target, path, _ = corpus
-    out = tmp_path_factory.mktemp("trained")
-    summary = train(config(path, out), target=target)
-    return out, summary
+def corpus(tiny_corpus):
+    return tiny_corpus
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_trained):
+    return tiny_trained
 
 
 def test_loss_goes_down_and_artifacts_are_written(trained):

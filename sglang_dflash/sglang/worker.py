@@ -24,7 +24,7 @@ import dataclasses
 import json
 import logging
 import os
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 
@@ -84,6 +84,77 @@ def accept_block(drafts, draft_probs, target_logits, sampling: spec.BatchSamplin
     spec_len, spec_emitted = spec.speculative_sampling_accept(drafts, draft_probs, target_probs)
     greedy = sampling.greedy
     return torch.where(greedy, greedy_len, spec_len), torch.where(greedy[:, None], greedy_emitted, spec_emitted)
+
+
+@dataclasses.dataclass
+class StepInputs:
+    """What one decode step needs, per request: the pending bonus token, the committed length
+    (KV exists for positions < seq_len) and the block's KV slots [bs * B]."""
+
+    bonus_tokens: torch.Tensor
+    seq_lens: torch.Tensor
+    out_cache_loc: torch.Tensor
+    block_size: int
+    mask_token_id: int
+    sampling: spec.BatchSampling
+    all_greedy: bool
+    filters: bool
+
+
+@dataclasses.dataclass
+class StepResult:
+    accept_len: torch.Tensor  # accepted drafts [bs]
+    emitted: torch.Tensor  # [bs, B]: the first accept_len + 1 entries are committed
+    bonus: torch.Tensor  # [bs]: the next step's block token
+    accept_lens: torch.Tensor  # int32 [bs], accepted drafts + bonus (SGLang's convention)
+    new_seq_lens: torch.Tensor
+
+
+def decode_step(
+    inputs: StepInputs,
+    draft: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    verify: Callable[[torch.Tensor, torch.Tensor], tuple],
+    inject: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None],
+    publish: Optional[Callable[[torch.Tensor], None]] = None,
+    profiler: Optional["StepProfiler"] = None,
+) -> StepResult:
+    """One DFlash step, independent of how the passes run (SGLang runners on GPU, plain PyTorch in tests).
+
+    ``draft(block, positions)`` -> logits [bs * B, V] of every block position;
+    ``verify(block, positions)`` -> (target logits [bs * B, V], captured target hidden [bs * B, K*H]);
+    ``inject(hidden, positions, slots)`` writes the context K/V of those rows into the draft pool.
+    """
+    b, bs = inputs.block_size, inputs.seq_lens.shape[0]
+    marks = [profiler.mark()] if profiler else None
+    positions = (inputs.seq_lens[:, None] + torch.arange(b, device=inputs.seq_lens.device)[None, :]).reshape(-1)
+
+    # 1. Draft: [bonus, MASK x (B-1)] in one bidirectional pass over [context ; block].
+    block = spec.build_block(inputs.bonus_tokens.to(torch.long), b, inputs.mask_token_id)
+    draft_logits = draft(block, positions).view(bs, b, -1)[:, 1:]
+    drafts, draft_probs = choose_drafts(draft_logits, inputs.sampling, inputs.all_greedy, inputs.filters)
+    if marks:
+        marks.append(profiler.mark())
+
+    # 2. Verify: the target scores [bonus, drafts] in one causal pass and captures context features.
+    target_logits, hidden = verify(torch.cat([block[:, :1], drafts], dim=1), positions)
+    if marks:
+        marks.append(profiler.mark())
+
+    # 3. Accept: the longest matching prefix + bonus (greedy rows) or speculative sampling.
+    accept_len, emitted = accept_block(drafts, draft_probs, target_logits.view(bs, b, -1), inputs.sampling,
+                                       inputs.all_greedy, inputs.filters)
+    accept_lens = (accept_len + 1).to(torch.int32)
+    new_seq_lens = inputs.seq_lens + accept_lens
+    if publish is not None:
+        publish(new_seq_lens)
+
+    # 4. Inject all B rows: rows past a request's accepted prefix lie beyond its new seq_len and
+    #    the next block writes its own K/V over them before anything reads them.
+    inject(hidden, positions, inputs.out_cache_loc)
+    if marks:
+        marks.append(profiler.mark())
+        profiler.add(marks)
+    return StepResult(accept_len, emitted, emitted.gather(1, accept_len[:, None])[:, 0], accept_lens, new_seq_lens)
 
 
 PROFILE_ENV = "SGLANG_DFLASH_PROFILE"
@@ -154,7 +225,6 @@ class DFlashWorker(BaseSpecWorker):
         self.draft_model.prepare_rope(context_len + 2 * self.block_size + 8)
         self.mask_token_id = self.dflash.mask_token_id
         self.injector: Optional[ContextInjector] = None
-        self._offsets = torch.arange(self.block_size, device=self.device)
         profile = os.environ.get(PROFILE_ENV)
         self.profiler = StepProfiler(profile) if profile and torch.cuda.is_available() else None
         logger.info("sglang-dflash worker ready: block_size=%d, draft layers=%d, target layers %s",
@@ -215,64 +285,43 @@ class DFlashWorker(BaseSpecWorker):
     def _decode(self, batch, on_publish) -> GenerationBatchResult:
         from sglang.kernels.ops.speculative.cache_locs import assign_extend_cache_locs_func
 
-        b = self.block_size
-        bs = batch.batch_size()
-        draft_input: DFlashDraftInput = batch.spec_info
-        seq_lens = batch.seq_lens
+        b, bs = self.block_size, batch.batch_size()
         sampling_info = batch.sampling_info
-        all_greedy = sampling_info.is_all_greedy
-        filters = sampling_info.need_top_k_sampling or sampling_info.need_top_p_sampling or sampling_info.need_min_p_sampling
-        sampling = batch_sampling(sampling_info, bs)
-
+        seq_lens = batch.seq_lens
         out_cache_loc = assign_extend_cache_locs_func(
             req_pool_indices=batch.req_pool_indices, req_to_token=self.req_to_token_pool.req_to_token,
             start_offset=seq_lens, end_offset=seq_lens + b, batch_size=bs, draft_token_num=b, device=self.device)
-        positions = (seq_lens[:, None] + self._offsets[None, :]).reshape(-1)
+        kept = {}  # forward batches and the verify output, for the result and the keep-alive list
 
-        marks = [self.profiler.mark()] if self.profiler else None
+        def draft(block: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+            kept["draft_fb"] = self._block_forward_batch(batch, self.draft_runner, block, positions, out_cache_loc,
+                                                         CaptureHiddenMode.NULL)
+            return self.draft_runner.forward(kept["draft_fb"]).logits_output.next_token_logits
 
-        # 1. Draft: one bidirectional pass over [context ; block] in the draft model.
-        block = spec.build_block(draft_input.bonus_tokens.to(torch.long), b, self.mask_token_id)
-        draft_fb = self._block_forward_batch(batch, self.draft_runner, block, positions, out_cache_loc, CaptureHiddenMode.NULL)
-        draft_logits = self.draft_runner.forward(draft_fb).logits_output.next_token_logits
-        draft_logits = draft_logits.view(bs, b, -1)[:, 1:]
-        drafts, draft_probs = choose_drafts(draft_logits, sampling, all_greedy, filters)
-        if marks:
-            marks.append(self.profiler.mark())
+        def verify(block: torch.Tensor, positions: torch.Tensor):
+            kept["verify_fb"] = self._block_forward_batch(batch, self.target_worker.model_runner, block, positions,
+                                                          out_cache_loc, CaptureHiddenMode.FULL)
+            kept["verify"] = self.target_worker.forward_batch_generation(batch=None, forward_batch=kept["verify_fb"],
+                                                                         is_verify=True)
+            logits_output = kept["verify"].logits_output
+            apply_penalties(logits_output.next_token_logits, sampling_info, b)
+            hidden, logits_output.hidden_states = logits_output.hidden_states, None  # aux features stay internal
+            return logits_output.next_token_logits, hidden
 
-        # 2. Verify: the target scores [bonus, drafts] in one causal pass, capturing context features.
-        block = torch.cat([block[:, :1], drafts], dim=1)
-        verify_fb = self._block_forward_batch(batch, self.target_worker.model_runner, block, positions, out_cache_loc,
-                                              CaptureHiddenMode.FULL)
-        verify = self.target_worker.forward_batch_generation(batch=None, forward_batch=verify_fb, is_verify=True)
-        logits_output = verify.logits_output
-        target_logits = logits_output.next_token_logits
-        if marks:
-            marks.append(self.profiler.mark())
-        apply_penalties(target_logits, sampling_info, b)
-
-        # 3. Accept: longest matching prefix + bonus (greedy) or speculative sampling (sampled rows).
-        accept_len, emitted = accept_block(drafts, draft_probs, target_logits.view(bs, b, -1), sampling, all_greedy, filters)
-        accept_lens = (accept_len + 1).to(torch.int32)
-        new_seq_lens = seq_lens + accept_lens
-        bonus = emitted.gather(1, accept_len[:, None])[:, 0]
-        if on_publish is not None:
-            on_publish(new_seq_lens)
-
-        # 4. Inject: committed rows' context K/V (the rest is overwritten by the next block first).
-        self.injector(logits_output.hidden_states, positions, out_cache_loc)
-        logits_output.hidden_states = None
-        if marks:
-            marks.append(self.profiler.mark())
-            self.profiler.add(marks)
-
+        step = decode_step(
+            StepInputs(bonus_tokens=batch.spec_info.bonus_tokens, seq_lens=seq_lens, out_cache_loc=out_cache_loc,
+                       block_size=b, mask_token_id=self.mask_token_id, sampling=batch_sampling(sampling_info, bs),
+                       all_greedy=sampling_info.is_all_greedy,
+                       filters=(sampling_info.need_top_k_sampling or sampling_info.need_top_p_sampling
+                                or sampling_info.need_min_p_sampling)),
+            draft=draft, verify=verify, inject=self.injector, publish=on_publish, profiler=self.profiler)
         return GenerationBatchResult(
-            logits_output=logits_output,
-            next_token_ids=emitted.reshape(-1).to(torch.int32),
-            accept_lens=accept_lens,
+            logits_output=kept["verify"].logits_output,
+            next_token_ids=step.emitted.reshape(-1).to(torch.int32),
+            accept_lens=step.accept_lens,
             speculative_num_draft_tokens=b,
-            new_seq_lens=new_seq_lens,
-            next_draft_input=DFlashDraftInput(bonus, b),
-            can_run_cuda_graph=verify.can_run_cuda_graph,
-            extra_keep_alive_refs=[draft_fb, verify_fb, out_cache_loc],
+            new_seq_lens=step.new_seq_lens,
+            next_draft_input=DFlashDraftInput(step.bonus, b),
+            can_run_cuda_graph=kept["verify"].can_run_cuda_graph,
+            extra_keep_alive_refs=[kept["draft_fb"], kept["verify_fb"], out_cache_loc],
         )

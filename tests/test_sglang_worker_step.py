@@ -1,0 +1,154 @@
+"""The worker's decode step end to end on CPU, checked token for token against the reference.
+
+A miniature host stands in for SGLang: a shuffled ``req_to_token`` slot table, a draft KV pool
+(:class:`TorchPool`) read by our SGLang drafter through a PyTorch TARGET_VERIFY attention, and the
+Hugging Face target scoring each block in float32.  The step itself is the worker's own
+:func:`decode_step` with :class:`ContextInjector`, so the slot math, the block positions, the
+"inject every row" shortcut and the acceptance are the ones that run on the GPU.
+"""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+pytest.importorskip("sglang.srt.layers.radix_attention", reason="needs the sglang extra installed")
+
+from sglang.srt.model_executor.forward_batch_info import ForwardMode  # noqa: E402
+from sglang.srt.model_executor.forward_context import ForwardContext, forward_context  # noqa: E402
+
+from sglang_dflash import SamplingParams, save_drafter, spec_generate  # noqa: E402
+from sglang_dflash.checkpoint import read_state_dict  # noqa: E402
+from sglang_dflash.draft_model import DFlashDraftModel as ReferenceDrafter  # noqa: E402
+from sglang_dflash.sglang.inject import ContextInjector  # noqa: E402
+from sglang_dflash.sglang.model import DFlashDraftModel as SGLangDrafter  # noqa: E402
+from sglang_dflash.sglang.worker import StepInputs, decode_step  # noqa: E402
+from sglang_dflash.speculative import BatchSampling  # noqa: E402
+from sglang_dflash.testing import arrange_oracle, make_tiny_drafter, make_tiny_target  # noqa: E402
+from sglang_fakes import TorchBlockAttention, TorchPool  # noqa: E402
+
+PROMPTS = [[5], [3, 4, 5, 6, 7], [9, 8, 7, 6, 5, 4, 3, 2, 1]]
+SLOTS_PER_REQUEST = 96
+
+
+class MiniHost:
+    """Per-request committed tokens and slots, the draft pool, and the two passes of a step."""
+
+    def __init__(self, target, reference, prompts, tmp_path, use_triton):
+        from transformers import AutoConfig
+
+        save_drafter(reference, str(tmp_path))
+        self.target, self.reference, self.layer_ids = target, reference, reference.config.target_layer_ids
+        self.checked_drafts = 0
+        self.drafter = SGLangDrafter(AutoConfig.from_pretrained(str(tmp_path))).eval()
+        self.drafter.load_weights(read_state_dict(str(tmp_path)).items())
+        self.drafter.set_embed_and_head(target.get_input_embeddings().weight, target.get_output_embeddings().weight)
+        cfg = reference.config
+        self.prompts = prompts
+        pool_size = 1 + SLOTS_PER_REQUEST * len(prompts)
+        self.pool = TorchPool(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim, size=pool_size)
+        perm = torch.randperm(pool_size - 1, generator=torch.Generator().manual_seed(0)) + 1
+        self.req_to_token = torch.zeros(len(prompts) + 1, SLOTS_PER_REQUEST, dtype=torch.long)
+        for r in range(len(prompts)):
+            self.req_to_token[r + 1] = perm[r * SLOTS_PER_REQUEST:(r + 1) * SLOTS_PER_REQUEST]
+        self.req_pool_indices = torch.arange(1, len(prompts) + 1)
+        self.inject = ContextInjector(self.drafter, self.pool, use_triton=use_triton)
+        self.committed = [list(p) for p in prompts]  # tokens whose target KV "exists"
+
+    def features(self, ids):
+        out = self.target(torch.tensor([ids]), output_hidden_states=True)
+        return out.logits[0], ReferenceDrafter.select_target_features(out.hidden_states, self.layer_ids)[0]
+
+    def prefill(self):
+        bonus = []
+        for r, prompt in enumerate(self.prompts):
+            logits, feats = self.features(prompt)
+            self.inject(feats, torch.arange(len(prompt)), self.req_to_token[r + 1, : len(prompt)])
+            bonus.append(int(logits[-1].argmax()))
+        return torch.tensor(bonus)
+
+    def draft(self, block, positions, seq_lens, out_cache_loc):
+        fb = SimpleNamespace(forward_mode=ForwardMode.TARGET_VERIFY, req_pool_indices=self.req_pool_indices,
+                             seq_lens=seq_lens, out_cache_loc=out_cache_loc,
+                             spec_info=SimpleNamespace(draft_token_num=block.shape[1]))
+        with forward_context(ForwardContext(attn_backend=TorchBlockAttention(self.pool, self.req_to_token))):
+            logits = self.drafter(block.reshape(-1), positions, fb).next_token_logits
+        self.check_against_fresh_context(block, positions.view(block.shape), logits.view(*block.shape, -1))
+        return logits
+
+    def check_against_fresh_context(self, block, positions, logits):
+        """The pool, after every earlier step's writes, must equal a context built from scratch."""
+        embed, head = self.target.get_input_embeddings(), self.target.get_output_embeddings()
+        for r in range(block.shape[0]):
+            feats = self.features(self.committed[r])[1]
+            n = feats.shape[0]
+            cache = self.reference.new_cache(1, "cpu", torch.float32)
+            self.reference.extend_cache(cache, feats[None], torch.ones(1, n, dtype=torch.bool), torch.arange(n)[None])
+            expected = head(self.reference.draft_block(embed(block[r:r + 1]), positions[r:r + 1], cache))[0]
+            assert torch.allclose(logits[r], expected, atol=1e-4), (r, (logits[r] - expected).abs().max())
+        self.checked_drafts += 1
+
+    def verify(self, block):
+        logits, feats = [], []
+        for r in range(block.shape[0]):
+            l, f = self.features(self.committed[r] + block[r].tolist())
+            logits.append(l[-block.shape[1]:])
+            feats.append(f[-block.shape[1]:])
+        return torch.cat(logits), torch.cat(feats)
+
+
+def make_case(kind, tiny_corpus, tiny_trained):
+    """(target, reference drafter, prompts): acceptance near 1, constant-token oracle, or trained."""
+    if kind == "trained":
+        from sglang_dflash import load_drafter
+
+        target, _, records = tiny_corpus
+        return target, load_drafter(str(tiny_trained[0])), [r["input_ids"][: r["loss_start"]] for r in records[:4]]
+    target = make_tiny_target("qwen3", seed=3)
+    reference = make_tiny_drafter(target.config, seed=4, num_layers=2, block_size=4)
+    if kind == "partial-oracle":
+        arrange_oracle(target, reference, token_id=7, strength=4.0)
+    return target, reference, PROMPTS
+
+
+@pytest.mark.parametrize("kind", ["random", "partial-oracle", "trained"])
+@pytest.mark.parametrize("use_triton", [False, True])
+@torch.no_grad()
+def test_decode_steps_reproduce_the_reference(tmp_path, kind, use_triton, tiny_corpus, tiny_trained):
+    max_new = 24
+    target, reference, prompts = make_case(kind, tiny_corpus, tiny_trained)
+    block_size = reference.block_size
+    expected = spec_generate(target, reference, prompts, SamplingParams(max_new_tokens=max_new))
+
+    host = MiniHost(target, reference, prompts, tmp_path, use_triton)
+    bonus = host.prefill()
+    tokens = [[int(t)] for t in bonus]
+    lengths = [[] for _ in prompts]
+    seq_lens = torch.tensor([len(p) for p in prompts])
+    sampling = BatchSampling.from_params([SamplingParams()] * len(prompts))
+    published = []
+    while any(len(t) < max_new for t in tokens):
+        out_cache_loc = torch.cat([host.req_to_token[r + 1, n: n + block_size] for r, n in enumerate(seq_lens.tolist())])
+        step = decode_step(
+            StepInputs(bonus, seq_lens, out_cache_loc, block_size, reference.mask_token_id, sampling, True, False),
+            draft=lambda block, positions: host.draft(block, positions, seq_lens, out_cache_loc),
+            verify=lambda block, positions: host.verify(block),
+            inject=host.inject, publish=published.append)
+        for r in range(len(prompts)):
+            committed = step.emitted[r, : int(step.accept_len[r]) + 1].tolist()
+            host.committed[r] += [int(bonus[r])] + committed[:-1]  # bonus + accepted drafts now have KV
+            if len(tokens[r]) < max_new:
+                take = committed[: max_new - len(tokens[r])]
+                tokens[r] += take
+                lengths[r].append(len(take))
+        assert torch.equal(published[-1], step.new_seq_lens)
+        seq_lens, bonus = step.new_seq_lens, step.bonus
+        assert seq_lens.tolist() == [len(c) for c in host.committed]
+
+    assert tokens == expected.token_ids
+    assert lengths == expected.accept_lengths
+    assert host.checked_drafts == max(map(len, lengths))  # every step's draft was checked
+    if kind != "random":
+        assert max(a for row in lengths for a in row) == block_size  # full blocks were accepted
+    if kind == "trained":
+        assert len({a for row in lengths for a in row}) >= 3  # context-dependent, ragged acceptance
