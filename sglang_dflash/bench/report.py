@@ -91,5 +91,9 @@ def write_report(raw: dict, out_dir: str, stem: str = "results") -> dict[str, st
         f.write(f"temperature {raw.get('temperature')}, max_new_tokens {raw.get('max_new_tokens')}, "
                 f"drafter {env.get('drafter', '?')}\n\n")
         f.write(markdown_table(rows))
-    plot_speedups(rows, paths["png"])
+    try:
+        plot_speedups(rows, paths["png"])
+    except ImportError:  # a GPU host without matplotlib: re-render later with `sglang-dflash bench-report`
+        print("matplotlib is not installed: no PNG written; run `sglang-dflash bench-report` where it is")
+        paths.pop("png")
     return paths
