@@ -38,21 +38,35 @@ def weight_files(directory: str) -> list[str]:
     return [os.path.join(directory, n) for n in files]
 
 
-def read_state_dict(directory: str) -> dict[str, torch.Tensor]:
-    """All drafter tensors, with wrapper prefixes removed."""
-    state: dict[str, torch.Tensor] = {}
+def published_name(key: str) -> str:
+    """A tensor's name in the published layout (some exporters wrap the drafter in ``model.``)."""
+    for prefix in _STRIPPED_PREFIXES:
+        if key.startswith(prefix):
+            return key[len(prefix):]
+    return key
+
+
+def _read_files(directory: str, read) -> dict[str, Any]:
+    """``{published name: read(safe_open handle, key)}`` over all weight files, with one clear error per bad file."""
+    out: dict[str, Any] = {}
     for file in weight_files(directory):
         try:
             with safe_open(file, framework="pt") as f:
                 for key in f.keys():
-                    name = key
-                    for prefix in _STRIPPED_PREFIXES:
-                        if name.startswith(prefix):
-                            name = name[len(prefix):]
-                    state[name] = f.get_tensor(key)
+                    out[published_name(key)] = read(f, key)
         except Exception as e:  # safetensors raises its own error types
             raise config_error("weights file", file, f"a readable safetensors file ({e})") from e
-    return state
+    return out
+
+
+def read_state_dict(directory: str) -> dict[str, torch.Tensor]:
+    """All drafter tensors, with wrapper prefixes removed."""
+    return _read_files(directory, lambda f, key: f.get_tensor(key))
+
+
+def read_shapes(directory: str) -> dict[str, tuple[int, ...]]:
+    """Every tensor's shape from the safetensors headers (no tensor data is read)."""
+    return _read_files(directory, lambda f, key: tuple(f.get_slice(key).get_shape()))
 
 
 def expected_shapes(config: DFlashConfig) -> dict[str, tuple[int, ...]]:
@@ -85,22 +99,27 @@ def expected_shapes(config: DFlashConfig) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def check_state_dict(config: DFlashConfig, state: dict[str, Any]) -> None:
-    """Raise one clear error for the first missing, unexpected or mis-shaped tensor."""
-    shapes = expected_shapes(config)
-    missing = [k for k in shapes if k not in state]
+def check_shapes(config: DFlashConfig, shapes: dict[str, tuple[int, ...]]) -> None:
+    """Raise one clear error for the first missing, unexpected or mis-shaped tensor (name -> shape)."""
+    expected = expected_shapes(config)
+    missing = [k for k in expected if k not in shapes]
     if missing:
         raise config_error("weights", f"missing {missing[:4]}{' ...' if len(missing) > 4 else ''}",
-                           f"all {len(shapes)} drafter tensors of the published layout")
-    unexpected = sorted(k for k in state if k not in shapes)
+                           f"all {len(expected)} drafter tensors of the published layout")
+    unexpected = sorted(k for k in shapes if k not in expected)
     if unexpected:
         raise config_error("weights", f"unexpected {unexpected[:4]}",
                            "only drafter tensors (no embed_tokens/lm_head: the target's are shared)")
-    for name, shape in shapes.items():
-        got = tuple(state[name].shape)
+    for name, shape in expected.items():
+        got = tuple(shapes[name])
         if got != shape:
             what = "[hidden_size, K*hidden_size] with K=len(target_layer_ids)" if name == "fc.weight" else "the config"
             raise config_error(f"{name} shape", list(got), f"{list(shape)} from {what}")
+
+
+def check_state_dict(config: DFlashConfig, state: dict[str, Any]) -> None:
+    """:func:`check_shapes` for loaded tensors."""
+    check_shapes(config, {name: tuple(tensor.shape) for name, tensor in state.items()})
 
 
 def load_drafter(

@@ -26,7 +26,7 @@ from torch import nn
 from sglang.srt.layers.logits_processor import LogitsProcessorOutput
 from sglang.srt.layers.radix_attention import AttentionType, RadixAttention
 
-from ..checkpoint import check_state_dict
+from ..checkpoint import check_state_dict, published_name
 from ..config import DFlashConfig, config_error
 from ..draft_model import cos_sin_cache
 from ..kernels.norm_rope import norm_rope_torch, norm_rope_triton
@@ -176,9 +176,7 @@ class DFlashDraftModel(nn.Module):
     # ------------------------------------------------------------------ weights
     def load_weights(self, weights: Iterable[Tuple[str, torch.Tensor]]) -> None:
         """Load the published layout (separate q/k/v, gate/up) into the fused parameters."""
-        state = {}
-        for name, tensor in weights:
-            state[name[len("model."):] if name.startswith("model.") else name] = tensor
+        state = {published_name(name): tensor for name, tensor in weights}
         check_state_dict(self.dflash, state)
         params = dict(self.named_parameters())
         with torch.no_grad():

@@ -93,27 +93,26 @@ def _validate_request(req, enable_overlap: bool):
     return unsupported_request_option(req, enable_overlap)
 
 
-def _graph_spec_info(original, self, num_tokens):
-    runner = self.model_runner
-    if not runner.spec_algorithm.is_dflash():
-        return original(self, num_tokens)
+def _capture_block_input(width: int, is_draft_worker: bool):
+    """The block input CUDA graphs are captured with: no mask; FULL hidden capture for the target only."""
     from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
 
     from .spec_inputs import DFlashBlockInput
 
-    capture = CaptureHiddenMode.NULL if runner.is_draft_worker else CaptureHiddenMode.FULL
-    return DFlashBlockInput(None, None, self.captured_req_width, capture)
+    return DFlashBlockInput(None, None, width, CaptureHiddenMode.NULL if is_draft_worker else CaptureHiddenMode.FULL)
+
+
+def _graph_spec_info(original, self, num_tokens):
+    runner = self.model_runner
+    if not runner.spec_algorithm.is_dflash():
+        return original(self, num_tokens)
+    return _capture_block_input(self.captured_req_width, runner.is_draft_worker)
 
 
 def _dummy_verify(original, spec_algorithm, server_args, custom_mask, num_tokens_per_req, is_draft_worker):
     if not spec_algorithm.is_dflash():
         return original(spec_algorithm, server_args, custom_mask, num_tokens_per_req, is_draft_worker)
-    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
-
-    from .spec_inputs import DFlashBlockInput
-
-    capture = CaptureHiddenMode.NULL if is_draft_worker else CaptureHiddenMode.FULL
-    return DFlashBlockInput(None, None, num_tokens_per_req, capture)
+    return _capture_block_input(num_tokens_per_req, is_draft_worker)
 
 
 OUR_HOOKS = (

@@ -11,28 +11,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..checkpoint import expected_shapes, weight_files
+from ..checkpoint import check_shapes, read_shapes
 from ..config import DFlashConfig, config_error
-
-
-def check_weight_shapes(directory: str, config: DFlashConfig) -> None:
-    """Shape-check every tensor from the safetensors headers (no tensor data is read)."""
-    from safetensors import safe_open
-
-    shapes = {}
-    for file in weight_files(directory):
-        try:
-            with safe_open(file, framework="pt") as f:
-                for key in f.keys():
-                    shapes[key[len("model."):] if key.startswith("model.") else key] = tuple(f.get_slice(key).get_shape())
-        except Exception as e:
-            raise config_error("weights file", file, f"a readable safetensors file ({e})") from e
-    for name, shape in expected_shapes(config).items():
-        if name not in shapes:
-            raise config_error("weights", f"missing {name}", "all tensors of the published DFlash layout")
-        if shapes[name] != shape:
-            what = "[hidden_size, K*hidden_size] with K=len(target_layer_ids)" if name == "fc.weight" else "the drafter config"
-            raise config_error(f"{name} shape", list(shapes[name]), f"{list(shape)} from {what}")
 
 
 def load_target_config(server_args):
@@ -51,7 +31,7 @@ def check_server_args(server_args) -> DFlashConfig:
         raise config_error("--speculative-draft-model-path", path, "the directory of a DFlash drafter")
     config = DFlashConfig.from_pretrained(path)
     config.validate_against_target(load_target_config(server_args))
-    check_weight_shapes(path, config)
+    check_shapes(config, read_shapes(path))
     sliding = [i for i in range(config.num_hidden_layers) if config.layer_is_sliding(i)]
     if sliding:
         raise config_error("layer_types", list(config.layer_types),
@@ -78,7 +58,7 @@ def capture_layers(server_args, model_config) -> tuple[list[int], int]:
         raise config_error("target architecture", arch,
                            "a family whose SGLang model can capture hidden states for DFLASH "
                            "(e.g. LlamaForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM)")
-    return sorted(config.target_layer_ids), config.num_hidden_layers
+    return list(config.target_layer_ids), config.num_hidden_layers  # ascending: checked by the config
 
 
 def unsupported_request_option(req, enable_overlap: bool) -> Optional[str]:

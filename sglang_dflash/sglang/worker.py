@@ -34,7 +34,7 @@ from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, Forw
 from sglang.srt.speculative.base_spec_worker import BaseSpecWorker
 
 from .. import speculative as spec
-from ..config import DFlashConfig, config_error
+from ..config import DFlashConfig
 from .inject import ContextInjector
 from .spec_inputs import DFlashBlockInput, DFlashDraftInput
 
@@ -203,15 +203,10 @@ class DFlashWorker(BaseSpecWorker):
         self._target_worker = target_worker
         self.device = target_worker.model_runner.device
         self.block_size = int(server_args.speculative_num_draft_tokens)
+        # Block size and tensor-parallel size were validated at ServerArgs time (validation.check_server_args).
         self.dflash = DFlashConfig.from_pretrained(server_args.speculative_draft_model_path)
-        if self.block_size != self.dflash.block_size:
-            raise config_error("--speculative-num-draft-tokens", self.block_size,
-                               f"the drafter's block_size={self.dflash.block_size}")
-        if getattr(server_args, "tp_size", 1) != 1:
-            raise config_error("--tp-size", server_args.tp_size, "1 (sglang-dflash runs tensor parallel size 1 for now)")
         self.speculative_num_steps = 1
         self.speculative_num_draft_tokens = self.block_size
-        self.page_size = server_args.page_size
         context_len = target_worker.model_runner.model_config.context_len
         server_args.override("spec_worker.match_target_context_length", context_length=context_len)
         self._draft_worker = TpModelWorker(server_args=server_args, gpu_id=gpu_id, ps=dataclasses.replace(ps, pp_rank=0),
