@@ -9,6 +9,7 @@ lm_head: the target's are shared.  Large drafters are sharded with an HF-style i
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any, Iterable
 
@@ -23,6 +24,11 @@ SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 # Some exporters wrap the drafter in a module called ``model``.
 _STRIPPED_PREFIXES = ("model.",)
+# Non-parameter buffers some exporters save (RoPE tables, recomputed from the config); SGLang's own
+# model loaders skip them too.  Anything else unexpected is still refused.
+IGNORED_SUFFIXES = ("rotary_emb.inv_freq", "rotary_emb.cos_cached", "rotary_emb.sin_cached")
+
+logger = logging.getLogger(__name__)
 
 
 def weight_files(directory: str) -> list[str]:
@@ -99,9 +105,21 @@ def expected_shapes(config: DFlashConfig) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def ignored_tensors(names: Iterable[str]) -> list[str]:
+    """The names among ``names`` that are known-harmless buffers (:data:`IGNORED_SUFFIXES`), sorted."""
+    return sorted(n for n in names if n.endswith(IGNORED_SUFFIXES))
+
+
 def check_shapes(config: DFlashConfig, shapes: dict[str, tuple[int, ...]]) -> None:
-    """Raise one clear error for the first missing, unexpected or mis-shaped tensor (name -> shape)."""
+    """Raise one clear error for the first missing, unexpected or mis-shaped tensor (name -> shape).
+
+    Known-harmless buffers (:func:`ignored_tensors`) are skipped, and named in one log line.
+    """
     expected = expected_shapes(config)
+    ignored = ignored_tensors(shapes)
+    if ignored:
+        logger.info("DFlash drafter: ignoring non-parameter tensors %s", ignored)
+        shapes = {k: v for k, v in shapes.items() if k not in ignored}
     missing = [k for k in expected if k not in shapes]
     if missing:
         raise config_error("weights", f"missing {missing[:4]}{' ...' if len(missing) > 4 else ''}",
@@ -134,6 +152,8 @@ def load_drafter(
         config.validate_against_target(target_config)
     state = read_state_dict(directory)
     check_state_dict(config, state)
+    for name in ignored_tensors(state):
+        del state[name]
     model = DFlashDraftModel(config)
     model.load_state_dict(state, strict=True)
     return model.to(device=device, dtype=dtype).eval()
@@ -161,9 +181,11 @@ def save_drafter(
 ) -> list[str]:
     """Write config.json and safetensors (sharded past ``max_shard_bytes``); returns written files."""
     os.makedirs(directory, exist_ok=True)
-    written = [model.config.save(directory)]
     state = {k: v.detach().to(dtype or v.dtype).contiguous().cpu() for k, v in model.state_dict().items()}
     check_state_dict(model.config, state)
+    # config.json carries the dtype the weights are saved in (hosts resolve "auto" from it).
+    saved_dtype = str(state["fc.weight"].dtype).removeprefix("torch.")
+    written = [model.config.replace(dtype=saved_dtype).save(directory)]
     for stale in os.listdir(directory):
         if stale.endswith(".safetensors") or stale == INDEX_FILE:
             os.remove(os.path.join(directory, stale))

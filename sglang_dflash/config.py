@@ -20,6 +20,8 @@ DRAFT_ARCHITECTURE = "DFlashDraftModel"
 CONFIG_FILE = "config.json"
 SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
 SUPPORTED_LAYER_TYPES = ("full_attention", "sliding_attention")
+# Weight dtypes a drafter may be saved in (config.json ``torch_dtype`` / ``dtype``).
+SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
 
 # Keys this module owns; anything else in config.json is carried through ``extra`` untouched.
 _KNOWN_KEYS = {
@@ -65,6 +67,18 @@ def _require_int(d: Mapping[str, Any], key: str, minimum: int, label: str | None
     return value
 
 
+def _parse_dtype(d: Mapping[str, Any]) -> str | None:
+    """The weights' dtype from ``dtype`` (transformers 5) or ``torch_dtype``; None when neither is set."""
+    key = "dtype" if d.get("dtype") is not None else "torch_dtype"
+    value = d.get(key)
+    if value is None:
+        return None
+    name = str(value).removeprefix("torch.")
+    if name not in SUPPORTED_DTYPES:
+        raise config_error(key, value, f"one of {SUPPORTED_DTYPES}")
+    return name
+
+
 def _parse_rope(d: Mapping[str, Any]) -> dict[str, Any]:
     """Normalise legacy (rope_theta + rope_scaling) and transformers-5 (rope_parameters) forms."""
     params = d.get("rope_parameters")
@@ -108,6 +122,7 @@ class DFlashConfig:
     sliding_window: int | None = None
     is_causal: bool | None = None
     mask_token: str | None = None
+    dtype: str | None = None  # the dtype the weights are saved in ("bfloat16", ...); None if unknown
     extra: dict[str, Any] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ derived
@@ -209,6 +224,7 @@ class DFlashConfig:
             sliding_window=sliding_window,
             is_causal=d.get("is_causal"),
             mask_token=dflash.get("mask_token"),
+            dtype=_parse_dtype(d),
             extra={k: v for k, v in d.items() if k not in _KNOWN_KEYS},
         )
 
@@ -263,6 +279,10 @@ class DFlashConfig:
         }
         if self.is_causal is not None:
             out["is_causal"] = self.is_causal
+        if self.dtype is not None:
+            # Both spellings: transformers 5 reads ``dtype``, older readers ``torch_dtype``.  Without
+            # them SGLang resolves the drafter as float32 -> "auto" -> float16.
+            out["torch_dtype"] = out["dtype"] = self.dtype
         out.update(self.extra)
         return out
 

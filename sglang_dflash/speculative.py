@@ -4,7 +4,8 @@ Shapes: ``B`` rows, block size ``S`` (the last accepted token + ``S-1`` drafts),
 
 - :func:`build_block` / :func:`block_positions`: the block the drafter denoises.
 - :func:`sampling_probs`: temperature / top-k / top-p / min-p filtered distribution per row
-  (greedy rows become one-hot argmax).
+  (greedy rows become one-hot argmax), one float32 ``[B, S, V]`` buffer plus a bounded sort chunk;
+  :func:`sampling_peak_bytes` states the sampled path's peak memory.
 - :func:`greedy_accept`: longest prefix of drafts equal to the target's argmax, plus bonus.
 - :func:`speculative_sampling_accept`: accept draft ``d`` with probability min(1, p(d)/q(d));
   at the first rejection sample from the residual norm(max(p - q, 0)); if all are accepted sample
@@ -95,32 +96,85 @@ def block_positions(seq_lens: torch.Tensor, block_size: int) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------- distributions
+# The filtered path sorts the vocabulary; it does so a chunk of rows at a time, so its working
+# memory (sorted values, int64 order, cumulative mass, masks: under FILTER_BYTES_PER_ELEMENT bytes
+# per vocab entry) stays near FILTER_CHUNK_BYTES whatever the batch.
+FILTER_CHUNK_BYTES = 256 * 2**20
+FILTER_BYTES_PER_ELEMENT = 32
+
+
+def filter_chunk_rows(vocab: int) -> int:
+    """How many rows of ``vocab`` entries one filter chunk sorts at a time."""
+    return max(1, FILTER_CHUNK_BYTES // (FILTER_BYTES_PER_ELEMENT * vocab))
+
+
+def sampling_peak_bytes(bs: int, block_size: int, vocab: int) -> int:
+    """Upper bound on the bytes the sampled draft + accept path of one step allocates.
+
+    With ``S = block_size`` and ``V = vocab``: the draft distributions ``[bs, S-1, V]`` and the
+    target distributions ``[bs, S, V]`` in float32 (``4 * bs * (2S - 1) * V``), one filter chunk
+    (``FILTER_BYTES_PER_ELEMENT * min(bs * S, filter_chunk_rows(V)) * V``), a few ``[bs, V]`` rows
+    at the stop index (``32 * bs * V``) and ``[bs, S]`` bookkeeping (``64 * bs * S``).  No dense
+    one-hot, no full-size int64 tensor, no second full-size float copy.  At bs 48, S 16, V 152k:
+    about 1.2 GB (the dense version peaked above 4 GB).
+    """
+    chunk = FILTER_BYTES_PER_ELEMENT * min(bs * block_size, filter_chunk_rows(vocab)) * vocab
+    return 4 * bs * (2 * block_size - 1) * vocab + chunk + 32 * bs * vocab + 64 * bs * block_size
+
+
+def _softmax_(x: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dimension, in place (no second full-size buffer)."""
+    x.sub_(x.amax(-1, keepdim=True)).exp_()
+    return x.div_(x.sum(-1, keepdim=True))
+
+
+def _filter_rows_(probs: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor, min_p: torch.Tensor) -> None:
+    """Top-k, then top-p (on the top-k renormalised mass) and min-p, in place on probs [n, V].
+
+    Rows are renormalised afterwards.
+    """
+    v = probs.shape[-1]
+    sorted_probs, order = probs.sort(dim=-1, descending=True)  # [n, V] float32, [n, V] int64
+    k = torch.where(top_k > 0, top_k.clamp(max=v), torch.full_like(top_k, v))
+    sorted_probs.masked_fill_(torch.arange(v, device=probs.device)[None, :] >= k[:, None], 0)
+    mass = sorted_probs.sum(-1, keepdim=True)
+    # top-p: keep the smallest prefix whose mass reaches top_p (always the first token).
+    before = sorted_probs.cumsum(-1).sub_(sorted_probs)
+    drop = before >= top_p[:, None] * mass
+    del before
+    drop |= sorted_probs < min_p[:, None] * sorted_probs[:, :1]
+    sorted_probs.masked_fill_(drop, 0)
+    del drop
+    probs.zero_().scatter_(-1, order, sorted_probs)
+    probs.div_(probs.sum(-1, keepdim=True))
+
+
 def sampling_probs(logits: torch.Tensor, sampling: BatchSampling, apply_filters: bool = True) -> torch.Tensor:
     """Filtered sampling distribution [B, S, V] (float32) for logits [B, S, V].
 
     Order as in SGLang: temperature, then top-k, top-p and min-p on the tempered softmax.
     Greedy rows get a one-hot argmax, which makes greedy a special case of the same math.
-    ``apply_filters=False`` skips the (sorting) filters when no row uses them.
+    ``apply_filters=False`` skips the (sorting) filters when no row uses them.  The result is the
+    only full-size allocation; filters sort :func:`filter_chunk_rows` rows at a time.
     """
     b, s, v = logits.shape
-    greedy = sampling.greedy[:, None, None]
-    temperature = torch.where(sampling.greedy, torch.ones_like(sampling.temperature), sampling.temperature)
-    probs = torch.softmax(logits.float() / temperature[:, None, None], dim=-1)
-    one_hot = torch.nn.functional.one_hot(logits.argmax(-1), v).to(probs.dtype)
-    if not apply_filters:
-        return torch.where(greedy, one_hot, probs)
-    sorted_probs, order = probs.sort(dim=-1, descending=True)
-    rank = torch.arange(v, device=logits.device)[None, None, :]
-    top_k = torch.where(sampling.top_k > 0, sampling.top_k.clamp(max=v), torch.full_like(sampling.top_k, v))
-    keep = rank < top_k[:, None, None]
-    kept = sorted_probs * keep
-    kept = kept / kept.sum(-1, keepdim=True)
-    # top-p: keep the smallest prefix whose mass reaches top_p (always the first token).
-    keep = keep & ((kept.cumsum(-1) - kept) < sampling.top_p[:, None, None])
-    keep = keep & (sorted_probs >= sampling.min_p[:, None, None] * sorted_probs[..., :1])
-    filtered = torch.zeros_like(probs).scatter(-1, order, sorted_probs * keep)
-    filtered = filtered / filtered.sum(-1, keepdim=True)
-    return torch.where(greedy, one_hot, filtered)
+    greedy = sampling.greedy
+    temperature = torch.where(greedy, torch.ones_like(sampling.temperature), sampling.temperature)
+    probs = logits.to(torch.float32, copy=True).div_(temperature[:, None, None])
+    _softmax_(probs)
+    if apply_filters:
+        flat = probs.view(b * s, v)
+        per_row = [t.repeat_interleave(s) for t in (sampling.top_k, sampling.top_p, sampling.min_p)]
+        step = filter_chunk_rows(v)
+        for start in range(0, b * s, step):
+            _filter_rows_(flat[start:start + step], *(t[start:start + step] for t in per_row))
+    # Greedy rows: one-hot at the argmax, written in place.
+    top = logits.argmax(-1, keepdim=True)  # [B, S, 1]
+    is_greedy = greedy[:, None, None]
+    probs.masked_fill_(is_greedy, 0)
+    ones = torch.ones_like(top, dtype=probs.dtype)
+    probs.scatter_(-1, top, torch.where(is_greedy, ones, probs.gather(-1, top)))
+    return probs
 
 
 def sample_from(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -169,9 +223,10 @@ def speculative_sampling_accept(
     accepted = (u * q < p).to(torch.long)
     accept_len = accepted.cumprod(dim=1).sum(dim=1)
     rows = torch.arange(b, device=draft_tokens.device)
-    # At the stop index: residual after a rejection, the plain target distribution after a full accept.
-    q_padded = torch.cat([draft_probs, torch.zeros_like(draft_probs[:, :1])], dim=1)
-    final = residual_distribution(target_probs[rows, accept_len], q_padded[rows, accept_len])
+    # At the stop index: residual after a rejection, the plain target distribution after a full
+    # accept (q = 0 there).  Only these [B, V] rows are copied.
+    q_stop = draft_probs[rows, accept_len.clamp(max=n - 1)] * (accept_len < n)[:, None].to(draft_probs.dtype)
+    final = residual_distribution(target_probs[rows, accept_len], q_stop)
     bonus = sample_from(final, generator)
     emitted = torch.cat([draft_tokens, draft_tokens[:, :1]], dim=1).clone()
     emitted[rows, accept_len] = bonus

@@ -1,6 +1,7 @@
 """Drafter checkpoints: save -> load gives identical outputs; bad weights fail clearly."""
 
 import json
+import logging
 import os
 
 import pytest
@@ -99,3 +100,20 @@ def test_load_validates_against_target(tmp_path, target):
     other = make_tiny_target("qwen3", hidden_size=48, head_dim=12).config
     with pytest.raises(DFlashConfigError, match="hidden_size=32"):
         load_drafter(str(tmp_path), target_config=other)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_saved_config_names_the_dtype_the_weights_are_saved_in(tmp_path, target, dtype):
+    save_drafter(make_tiny_drafter(target.config, seed=6), str(tmp_path), dtype=dtype)
+    written = json.loads((tmp_path / "config.json").read_text())
+    assert written["torch_dtype"] == written["dtype"] == str(dtype).removeprefix("torch.")
+    assert load_file(tmp_path / "model.safetensors")["fc.weight"].dtype == dtype
+
+
+def test_rope_buffers_are_ignored_and_named_in_the_log(tmp_path, target, caplog):
+    buffers = {"rotary_emb.inv_freq": torch.ones(4), "layers.0.self_attn.rotary_emb.inv_freq": torch.ones(4)}
+    _corrupt(tmp_path, target, lambda s: s.update(buffers))
+    with caplog.at_level(logging.INFO, logger="sglang_dflash.checkpoint"):
+        loaded = load_drafter(str(tmp_path))
+    assert all(name in caplog.text for name in buffers)
+    assert torch.equal(loaded.fc.weight, make_tiny_drafter(target.config, seed=7).fc.weight)

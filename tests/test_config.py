@@ -78,6 +78,18 @@ def test_round_trip_through_json(tmp_path):
     assert written["my_extra_key"] == [1, 2]
 
 
+@pytest.mark.parametrize("key", ["torch_dtype", "dtype"])
+def test_weights_dtype_is_read_from_either_spelling_and_written_in_both(tmp_path, key):
+    raw = published_config()
+    del raw["torch_dtype"]
+    raw[key] = "bfloat16"
+    cfg = DFlashConfig.from_dict(raw)
+    assert cfg.dtype == "bfloat16"
+    cfg.save(tmp_path)
+    written = json.loads((tmp_path / "config.json").read_text())
+    assert written["torch_dtype"] == written["dtype"] == "bfloat16"
+
+
 def test_replace_revalidates():
     cfg = DFlashConfig.from_dict(published_config())
     assert cfg.replace(block_size=4).block_size == 4
@@ -104,6 +116,7 @@ BAD_CONFIGS = {
     "unsupported activation": (dict(hidden_act="gelu"), "hidden_act='gelu'"),
     "layer types length": (dict(layer_types=["full_attention"]), "layer_types"),
     "sliding without window": (dict(layer_types=["sliding_attention", "full_attention"]), "sliding_window"),
+    "unsupported weights dtype": (dict(torch_dtype="int8"), "torch_dtype='int8'"),
 }
 
 

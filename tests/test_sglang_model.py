@@ -111,3 +111,17 @@ def test_context_kv_weight_stacks_every_layers_k_and_v_rows(pair):
     assert w.shape == (2 * 2 * kv, reference.config.hidden_size)
     assert torch.equal(w[:kv], reference.layers[0].self_attn.k_proj.weight)
     assert torch.equal(w[3 * kv:], reference.layers[1].self_attn.v_proj.weight)
+
+
+def test_drafter_weights_and_outputs_carry_no_autograd_state(pair):
+    reference, model, _, _ = pair
+    assert not any(p.requires_grad for p in model.parameters())
+    k = reference.config.num_context_layers * reference.config.hidden_size
+    assert not model.project_context(torch.randn(3, k)).requires_grad
+
+
+def test_load_weights_skips_rope_buffers(pair):
+    reference, model, _, _ = pair
+    state = {**reference.state_dict(), "layers.0.self_attn.rotary_emb.inv_freq": torch.ones(4)}
+    model.load_weights(state.items())
+    assert torch.equal(model.fc.weight, reference.fc.weight)

@@ -121,7 +121,7 @@ def test_every_startup_error_names_the_value(pair):
 
     target, drafter, root = pair
     cases = {
-        "missing": (str(root / "nope"), {}, "draft model path"),
+        "missing": (str(root / "nope"), {}, "--speculative-draft-model-path="),
         "architecture": (_edit_config(drafter, root / "arch", architectures=["Qwen3ForCausalLM"]), {}, "architectures"),
         "hidden size": (_edit_config(drafter, root / "hidden", hidden_size=64, head_dim=16), {}, "hidden_size=64"),
         "vocab": (_edit_config(drafter, root / "vocab", vocab_size=96), {}, "vocab_size=96"),

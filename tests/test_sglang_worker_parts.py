@@ -2,10 +2,14 @@
 batch filtering/merging, request validation.  (A full step needs SGLang's GPU kernels: see the
 GPU tests.)"""
 
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
 import torch
+
+from sglang_dflash.config import draft_config_for_target
+from sglang_dflash.testing import tiny_target_config
 
 pytest.importorskip("sglang.srt.speculative.spec_info", reason="needs the sglang extra installed")
 
@@ -16,7 +20,12 @@ from sglang_dflash import speculative as spec  # noqa: E402
 from sglang_dflash.sglang import spec_inputs  # noqa: E402
 from sglang_dflash.sglang.spec_inputs import DFlashBlockInput, DFlashDraftInput  # noqa: E402
 from sglang_dflash.sglang.validation import unsupported_request_option  # noqa: E402
-from sglang_dflash.sglang.worker import accept_block, batch_sampling, choose_drafts  # noqa: E402
+from sglang_dflash.sglang.worker import (  # noqa: E402
+    DFlashWorker,
+    accept_block,
+    batch_sampling,
+    choose_drafts,
+)
 
 TOP_K_ALL = 1 << 30
 
@@ -140,3 +149,162 @@ def test_module_keeps_competitor_code_out():
     for module in (inject, model, plugin, worker, spec_inputs):
         source = inspect.getsource(module)
         assert "speculative.dflash" not in source and "models.dflash" not in source, module.__name__
+
+
+def test_filter_told_already_filtered_still_keeps_the_requested_rows():
+    """The host's EAGLE convention: the state may already be compacted; ours never is ahead of the batch."""
+    draft_input = DFlashDraftInput(torch.tensor([5, 6, 7]), 4)
+    draft_input.filter_batch(torch.tensor([0, 2]), has_been_filtered=True)
+    assert draft_input.bonus_tokens.tolist() == [5, 7]
+    compacted = DFlashDraftInput(torch.tensor([5, 7]), 4)
+    compacted.filter_batch(torch.tensor([0, 2]), has_been_filtered=True)
+    assert compacted.bonus_tokens.tolist() == [5, 7]
+
+
+def sglang_request(**params):
+    from sglang.srt.sampling.sampling_params import SamplingParams as HostSamplingParams
+
+    return SimpleNamespace(return_logprob=False, return_hidden_states=False, custom_logit_processor=None,
+                           sampling_params=HostSamplingParams(**params))
+
+
+@pytest.mark.parametrize("field, value", [("frequency_penalty", 0.5), ("presence_penalty", -0.3),
+                                          ("repetition_penalty", 1.2), ("min_new_tokens", 4)])
+def test_options_that_depend_on_generated_tokens_are_refused_per_request(field, value):
+    assert unsupported_request_option(sglang_request(), True) is None  # neutral defaults pass
+    message = unsupported_request_option(sglang_request(**{field: value}), True)
+    assert message is not None and f"sampling_params.{field} is {value}; expected" in message
+
+
+def test_custom_logit_processors_are_refused_per_request():
+    req = sglang_request()
+    req.custom_logit_processor = '{"callable": "..."}'
+    message = unsupported_request_option(req, False)
+    assert message is not None and "custom_logit_processor is" in message and "expected None" in message
+
+
+@pytest.mark.parametrize("layer_types, refused", [(["full_attention", "mamba"], True),
+                                                  (["linear_attention", "full_attention"], True),
+                                                  (["sliding_attention", "full_attention"], False)])
+def test_targets_are_refused_by_recurrent_layer_types_only(layer_types, refused):
+    from transformers import PretrainedConfig
+
+    from sglang_dflash.config import DFlashConfigError
+    from sglang_dflash.sglang.validation import check_attention_only_target
+
+    config = PretrainedConfig(architectures=["SomeHybridForCausalLM"], layer_types=layer_types)
+    if not refused:
+        check_attention_only_target(config)
+        return
+    with pytest.raises(DFlashConfigError, match=r"SomeHybrid\w+ with layer_types.*expected an attention-only"):
+        check_attention_only_target(config)
+
+
+def target_model_config(dtype=torch.float32):
+    hf_config = SimpleNamespace(architectures=["Qwen3ForCausalLM"])
+    return SimpleNamespace(context_len=512, dtype=dtype, hf_config=hf_config)
+
+
+def drafter_config():
+    target = tiny_target_config("qwen3")
+    return draft_config_for_target(target, num_layers=2, block_size=4, target_layer_ids=[1, 3])
+
+
+@pytest.mark.parametrize("hidden", [None, torch.zeros(3, 32)], ids=["missing", "one layer only"])
+def test_prefill_without_the_captured_layers_raises_naming_target_and_layers(hidden):
+    worker = object.__new__(DFlashWorker)
+    result = SimpleNamespace(logits_output=SimpleNamespace(hidden_states=hidden),
+                             next_token_ids=torch.tensor([9]))
+    worker._target_worker = SimpleNamespace(
+        forward_batch_generation=lambda batch, capture_hidden_mode: result,
+        model_runner=SimpleNamespace(model_config=target_model_config()))
+    worker.dflash, worker.block_size, worker.device = drafter_config(), 4, "cpu"
+    worker.injector = lambda *args: None
+    batch = SimpleNamespace(seq_lens=torch.tensor([3]), extend_lens=[3], prefix_lens=[0],
+                            out_cache_loc=torch.arange(3))
+    with pytest.raises(RuntimeError, match=r"Qwen3ForCausalLM.*\[1, 3\].*expected \[3, 64\]"):
+        worker._prefill(batch, None)
+
+
+class HostArgs(SimpleNamespace):
+    """ServerArgs' audited mutation point, as the worker uses it."""
+
+    def override(self, source, **fields):
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+
+@dataclasses.dataclass
+class ParallelState:
+    pp_rank: int = 0
+
+
+def build_worker(monkeypatch, tmp_path, draft_dtype=None):
+    """A DFlashWorker over stand-in target and draft workers; the draft resolves ``--dtype auto`` to float16
+    (what SGLang does for a config.json without a dtype) unless ``draft_dtype`` forces one."""
+    from sglang_dflash.sglang import worker as worker_module
+
+    drafter_config().save(tmp_path)
+    built = {}
+
+    class DraftWorker:
+        def __init__(self, server_args, gpu_id, ps, nccl_port, is_draft_worker):
+            built["args"] = server_args
+            auto = torch.float16 if server_args.dtype == "auto" else getattr(torch, server_args.dtype)
+            dtype = draft_dtype or auto
+            model = SimpleNamespace(set_embed_and_head=lambda embed, head: None, prepare_rope=lambda n: None)
+            self.model_runner = SimpleNamespace(model=model, model_config=SimpleNamespace(dtype=dtype))
+
+    monkeypatch.setattr(worker_module, "TpModelWorker", DraftWorker)
+    args = HostArgs(speculative_num_draft_tokens=4, speculative_draft_model_path=str(tmp_path), dtype="auto",
+                    context_length=None)
+    embed = torch.zeros(64, 32, dtype=torch.bfloat16)
+    target = SimpleNamespace(model_runner=SimpleNamespace(
+        device="cpu", model_config=target_model_config(torch.bfloat16),
+        model=SimpleNamespace(get_embed_and_head=lambda: (embed, embed))))
+    return DFlashWorker(args, 0, ParallelState(pp_rank=1), 0, target), args, built
+
+
+def test_draft_worker_gets_its_own_server_args_with_the_target_context_and_dtype(monkeypatch, tmp_path):
+    worker, args, built = build_worker(monkeypatch, tmp_path)
+    assert (args.context_length, args.dtype) == (None, "auto")  # the target's ServerArgs are untouched
+    assert built["args"] is not args
+    assert (built["args"].context_length, built["args"].dtype) == (512, "bfloat16")
+    assert worker.draft_runner.model_config.dtype == torch.bfloat16
+
+
+def test_a_drafter_running_in_another_dtype_than_the_target_is_refused(monkeypatch, tmp_path):
+    with pytest.raises(RuntimeError, match=r"dtype is torch.float16; expected the target's torch.bfloat16"):
+        build_worker(monkeypatch, tmp_path, draft_dtype=torch.float16)
+
+
+def peak_allocated_bytes(fn) -> int:
+    """Peak of the CPU allocator's live bytes while ``fn`` runs (profiler memory events, in time order)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True, acc_events=True) as prof:
+        fn()
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                    if e.name() == "[memory]")
+    live = peak = 0
+    for _, nbytes in events:
+        live += nbytes
+        peak = max(peak, live)
+    return peak
+
+
+def test_sampled_acceptance_stays_within_its_stated_peak_memory(monkeypatch):
+    bs, block_size, vocab = 4, 8, 8192
+    # Four rows per filter chunk, so the bound is dominated by the two distributions, as at bs 48.
+    monkeypatch.setattr(spec, "FILTER_CHUNK_BYTES", 4 * spec.FILTER_BYTES_PER_ELEMENT * vocab)
+    g = torch.Generator().manual_seed(0)
+    target_logits = torch.randn(bs, block_size, vocab, generator=g)
+    draft_logits = torch.randn(bs, block_size - 1, vocab, generator=g)
+    sampling = batch_sampling(sampling_info([0.8, 1.0, 1.0, 0.5], [50, 1, TOP_K_ALL, TOP_K_ALL],
+                                            top_ps=[0.9, 1.0, 0.95, 1.0], min_ps=[0.01, 0.0, 0.0, 0.0]), bs)
+
+    def sampled_step():
+        drafts, draft_probs = choose_drafts(draft_logits, sampling, all_greedy=False, filters=True)
+        accept_block(drafts, draft_probs, target_logits, sampling, all_greedy=False, filters=True)
+
+    assert peak_allocated_bytes(sampled_step) <= spec.sampling_peak_bytes(bs, block_size, vocab)

@@ -131,6 +131,8 @@ class DFlashDraftModel(nn.Module):
         self._embed: Optional[torch.Tensor] = None
         self._head: Optional[torch.Tensor] = None
         self.prepare_rope(self.dflash.max_position_embeddings)
+        # Inference only, like the host's own layers: no autograd state on weights or activations.
+        self.requires_grad_(False)
 
     # ------------------------------------------------------------------ wiring
     def prepare_rope(self, max_positions: int) -> None:

@@ -95,8 +95,6 @@ class DFlashDraftInput(SpecInput):
         from sglang.srt.mem_cache.allocation_sizing import get_alloc_reserve_per_decode
 
         batch.maybe_evict_swa()
-        if batch.sampling_info.penalizer_orchestrator.is_required:
-            batch.cumulate_penalty_output_tokens()
         page = batch.token_to_kv_pool_allocator.page_size
         reserve = get_alloc_reserve_per_decode()
         row_width = batch.req_to_token_pool.req_to_token.shape[1]
@@ -131,16 +129,20 @@ class DFlashDraftInput(SpecInput):
         has_been_filtered: bool = False,
         new_indices_cpu: Optional[List[int]] = None,
     ) -> None:
-        """Keep rows ``new_indices``.  Under overlap only ``future_indices`` is safe to touch
-        here (the previous forward may still be writing the bonus tokens); the FutureMap
-        re-gathers the bonus tokens by those indices on the forward stream."""
+        """Keep rows ``new_indices`` of the batch.  Under overlap only ``future_indices`` is safe to
+        touch here (the previous forward may still be writing the bonus tokens); the FutureMap
+        re-gathers the bonus tokens by those indices on the forward stream.
+
+        ``has_been_filtered`` is the EAGLE convention for state its verify step already compacted
+        to the kept rows.  Our worker never compacts ahead, so the rows are always ``new_indices``,
+        unless the state already has exactly one row per kept request.
+        """
         if self.future_indices is not None:
             self.future_indices = self.future_indices[new_indices]
             return
-        if has_been_filtered:
-            self.bonus_tokens = self.bonus_tokens[: len(new_indices)]
-        else:
-            self.bonus_tokens = self.bonus_tokens[new_indices]
+        if has_been_filtered and len(self.bonus_tokens) == len(new_indices):
+            return
+        self.bonus_tokens = self.bonus_tokens[new_indices]
 
     def merge_batch(self, other: "DFlashDraftInput") -> None:
         if self.future_indices is not None:

@@ -1,36 +1,120 @@
 """Startup and per-request checks for our DFLASH worker: clear errors before anything is loaded.
 
 Server start (``check_server_args``, at ``ServerArgs`` time, before any GPU memory): the drafter
-path exists and holds a readable DFlash config and weights of the right shapes, the drafter fits
-the target (hidden size, layer count, layer ids, vocab, mask token), the block size agrees with
-``--speculative-num-draft-tokens``; target model runner start (``capture_layers``): the target
-family can capture hidden states for DFLASH.  Each error names the value and what was expected.
+path (a local directory, or a Hugging Face repo id resolved as SGLang resolves model ids) holds a
+readable DFlash config and weights of the right shapes, the drafter fits the target (hidden size,
+layer count, layer ids, vocab, mask token), the target keeps no recurrent (mamba / linear-attention)
+state, the block size agrees with ``--speculative-num-draft-tokens``, two-batch overlap is off;
+target model runner start (``capture_layers``): the target family can capture hidden states for
+DFLASH and keeps no recurrent state.  Per request (``unsupported_request_option``): options the
+worker does not implement exactly are refused.  Each error names the value and what was expected.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+import logging
+import os
+import re
+from types import SimpleNamespace
+from typing import Any
 
 from ..checkpoint import check_shapes, read_shapes
 from ..config import DFlashConfig, config_error
 
+logger = logging.getLogger(__name__)
 
-def load_target_config(server_args):
-    from transformers import AutoConfig
+DRAFT_PATH_FLAG = "--speculative-draft-model-path"
+# What a drafter repository needs locally: config.json (and an index) plus the safetensors weights.
+DRAFTER_FILE_PATTERNS = ["*.json", "*.safetensors"]
+_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+# ``layer_types`` entries of layers that keep recurrent state rather than per-token KV.
+RECURRENT_LAYER_MARKERS = ("linear", "mamba", "conv", "recurrent", "ssm", "delta", "rwkv", "lightning")
+
+
+def resolve_drafter_path(path: str | None, revision: str | None = None) -> str:
+    """A local directory for ``--speculative-draft-model-path``.
+
+    An existing path is returned as is; otherwise a Hugging Face repo id (``org/name``) is resolved
+    the way SGLang resolves model ids: from the local HF cache, downloading when online
+    (``huggingface_hub.snapshot_download``, which honours ``HF_HUB_OFFLINE`` and ``HF_HOME``).
+    """
+    if not path:
+        raise config_error(DRAFT_PATH_FLAG, path, "the directory or Hugging Face repo id of a DFlash drafter")
+    if os.path.exists(path):
+        return path
+    if not _REPO_ID.fullmatch(path):
+        raise config_error(DRAFT_PATH_FLAG, path,
+                           "an existing directory or a Hugging Face repo id (org/name)")
+    from huggingface_hub import snapshot_download
 
     try:
-        return AutoConfig.from_pretrained(server_args.model_path, trust_remote_code=server_args.trust_remote_code)
+        local = snapshot_download(repo_id=path, revision=revision, allow_patterns=DRAFTER_FILE_PATTERNS)
+    except Exception as e:  # huggingface_hub raises many error types (offline, unknown repo, network)
+        raise config_error(DRAFT_PATH_FLAG, path, "an existing directory or a Hugging Face repo id found in "
+                           f"the HF cache or downloadable ({type(e).__name__}: {e})") from e
+    logger.info("DFlash drafter %s resolved to %s", path, local)
+    return local
+
+
+def recurrent_state_kind(hf_config: Any, linear_attn_result: Any = None) -> str | None:
+    """What recurrent state a target keeps (mamba, gated-delta-net, linear attention), or None.
+
+    Uses SGLang's own hybrid-model predicate (``hybrid_arch.mambaish_config``) and, for configs it
+    does not know, ``layer_types`` entries naming a recurrent layer (``linear_attention``, ``mamba``...).
+    """
+    from sglang.srt.configs.hybrid_arch import mambaish_config
+
+    text = hf_config.get_text_config() if hasattr(hf_config, "get_text_config") else hf_config
+    layer_types = getattr(text, "layer_types", None) or []
+    kinds = sorted({t for t in layer_types if any(m in str(t).lower() for m in RECURRENT_LAYER_MARKERS)})
+    if kinds:
+        return f"layer_types {kinds}"
+    view = SimpleNamespace(hf_config=hf_config, is_draft_model=False,
+                           linear_attn_registry_result=linear_attn_result)
+    found = mambaish_config(view)
+    return None if found is None else f"{type(found).__name__} (mamba / linear-attention state)"
+
+
+def check_attention_only_target(hf_config: Any, linear_attn_result: Any = None) -> None:
+    """Reject targets with recurrent state: the worker does not roll it back after a partial accept."""
+    kind = recurrent_state_kind(hf_config, linear_attn_result)
+    if kind is not None:
+        archs = list(getattr(hf_config, "architectures", None) or [])
+        arch = archs[0] if archs else type(hf_config).__name__
+        raise config_error("--model-path", f"{arch} with {kind}",
+                           "an attention-only target (hybrid mamba / linear-attention targets are not "
+                           "supported: their recurrent state is not committed after a partial acceptance)")
+
+
+def load_target_config(server_args):
+    """The target's config as SGLang parses it (its own config classes for hybrid families)."""
+    from sglang.srt.utils.hf_transformers_utils import get_config
+
+    try:
+        return get_config(server_args.model_path, trust_remote_code=server_args.trust_remote_code,
+                          revision=getattr(server_args, "revision", None))
     except Exception as e:
         raise config_error("--model-path", server_args.model_path, f"a model whose config.json can be read ({e})") from e
 
 
 def check_server_args(server_args) -> DFlashConfig:
-    """Validate the drafter against the target; pin ``speculative_num_draft_tokens`` to its block size."""
-    path = server_args.speculative_draft_model_path
-    if not path:
-        raise config_error("--speculative-draft-model-path", path, "the directory of a DFlash drafter")
+    """Validate the drafter against the target; pin ``speculative_num_draft_tokens`` to its block size.
+
+    A hub id in ``--speculative-draft-model-path`` is replaced by the local snapshot it resolves to,
+    so the host loads exactly the files validated here.
+    """
+    path = resolve_drafter_path(server_args.speculative_draft_model_path,
+                                getattr(server_args, "speculative_draft_model_revision", None))
+    server_args.speculative_draft_model_path = path
+    if getattr(server_args, "enable_two_batch_overlap", False):
+        raise config_error("--enable-two-batch-overlap", True,
+                           "False (sglang-dflash does not split its verify blocks into two micro-batches)")
     config = DFlashConfig.from_pretrained(path)
-    config.validate_against_target(load_target_config(server_args))
+    target = load_target_config(server_args)
+    config.validate_against_target(target)
+    from sglang.srt.configs.linear_attn_model_registry import get_linear_attn_config
+
+    check_attention_only_target(target, get_linear_attn_config(target))
     check_shapes(config, read_shapes(path))
     sliding = [i for i in range(config.num_hidden_layers) if config.layer_is_sliding(i)]
     if sliding:
@@ -58,11 +142,19 @@ def capture_layers(server_args, model_config) -> tuple[list[int], int]:
         raise config_error("target architecture", arch,
                            "a family whose SGLang model can capture hidden states for DFLASH "
                            "(e.g. LlamaForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM)")
+    linear_attn_result = getattr(model_config, "linear_attn_registry_result", None)
+    check_attention_only_target(model_config.hf_config, linear_attn_result)
     return list(config.target_layer_ids), config.num_hidden_layers  # ascending: checked by the config
 
 
-def unsupported_request_option(req, enable_overlap: bool) -> Optional[str]:
-    """An abort message for request options our worker does not implement, else None."""
+# Sampling options that act on the tokens generated so far.  The worker would apply them once per
+# verify step, not once per committed token, so outputs would differ from plain decoding: refused.
+NEUTRAL_SAMPLING_PARAMS = (("frequency_penalty", 0.0), ("presence_penalty", 0.0), ("repetition_penalty", 1.0),
+                           ("min_new_tokens", 0))
+
+
+def unsupported_request_option(req, enable_overlap: bool) -> str | None:
+    """An abort message for request options our worker does not implement exactly, else None."""
     if getattr(req, "return_logprob", False):
         return "sglang-dflash: return_logprob is not supported with DFLASH speculative decoding yet."
     params = getattr(req, "sampling_params", None)
@@ -70,4 +162,14 @@ def unsupported_request_option(req, enable_overlap: bool) -> Optional[str]:
         return "sglang-dflash: grammar-constrained decoding is not supported with DFLASH speculative decoding yet."
     if getattr(req, "return_hidden_states", False):
         return "sglang-dflash: return_hidden_states is not supported with DFLASH speculative decoding yet."
+    for name, neutral in NEUTRAL_SAMPLING_PARAMS:
+        value = getattr(params, name, None)
+        if value is not None and value != neutral:
+            return (f"sglang-dflash: sampling_params.{name} is {value}; expected {neutral} (penalties "
+                    "and min_new_tokens are not applied per committed token under DFLASH speculative "
+                    "decoding yet)")
+    processor = getattr(req, "custom_logit_processor", None)
+    if processor is not None:
+        return (f"sglang-dflash: custom_logit_processor is {str(processor)[:80]!r}; expected None "
+                "(custom logit processors are not applied under DFLASH speculative decoding yet)")
     return None

@@ -20,6 +20,7 @@ uses, so the worker is checked against the reference rather than re-derived.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import logging
@@ -54,16 +55,34 @@ def batch_sampling(sampling_info, bs: int) -> spec.BatchSampling:
     )
 
 
-def apply_penalties(logits: torch.Tensor, sampling_info, block_size: int) -> None:
-    """Frequency/presence/repetition penalties and logit bias, as the target's own sampler applies them."""
-    if sampling_info.acc_additive_penalties is not None:
-        logits.add_(torch.repeat_interleave(sampling_info.acc_additive_penalties, block_size, dim=0))
-    if sampling_info.acc_scaling_penalties is not None:
-        from sglang.srt.sampling.penaltylib.repetition_penalty import apply_scaling_penalties
+def apply_logit_bias(logits: torch.Tensor, sampling_info, block_size: int) -> None:
+    """Per-request ``logit_bias`` on every block position, as the target's own sampler adds it.
 
-        apply_scaling_penalties(logits, torch.repeat_interleave(sampling_info.acc_scaling_penalties, block_size, dim=0))
+    Penalties and ``min_new_tokens`` depend on the tokens generated so far; requests using them are
+    refused (``validation.unsupported_request_option``), so the host's penalizers never run here.
+    """
     if sampling_info.logit_bias is not None:
         logits.add_(torch.repeat_interleave(sampling_info.logit_bias, block_size, dim=0))
+
+
+def draft_server_args(server_args, context_length: int, dtype: torch.dtype):
+    """The draft worker's own copy of the target's ServerArgs (the target's stay untouched).
+
+    It gets the target's context length and the target's resolved dtype: SGLang resolves a drafter
+    with ``--dtype auto`` from the drafter's config.json alone (float32 or none -> float16), and the
+    drafter must run in the target's dtype, since it reads the target's hidden states and embeddings.
+    """
+    draft_args = copy.deepcopy(server_args)
+    draft_args.override("sglang_dflash.draft_worker", context_length=context_length,
+                        dtype=str(dtype).removeprefix("torch."))
+    return draft_args
+
+
+def check_draft_dtype(target_dtype: torch.dtype, draft_dtype: torch.dtype) -> None:
+    """The drafter's runtime dtype must be the target's (fused projections mix both)."""
+    if draft_dtype != target_dtype:
+        raise RuntimeError(f"sglang-dflash: the drafter's dtype is {draft_dtype}; "
+                           f"expected the target's {target_dtype}")
 
 
 def choose_drafts(draft_logits: torch.Tensor, sampling: spec.BatchSampling, all_greedy: bool, filters: bool):
@@ -84,6 +103,23 @@ def accept_block(drafts, draft_probs, target_logits, sampling: spec.BatchSamplin
     spec_len, spec_emitted = spec.speculative_sampling_accept(drafts, draft_probs, target_probs)
     greedy = sampling.greedy
     return torch.where(greedy, greedy_len, spec_len), torch.where(greedy[:, None], greedy_emitted, spec_emitted)
+
+
+def check_captured_hidden(
+    hidden: torch.Tensor | None, target_config, dflash: DFlashConfig, num_tokens: int
+) -> None:
+    """The target must hand back the captured layers of every extended token: [num_tokens, K*H].
+
+    Without them the drafter would draft from stale or empty context K/V and acceptance would
+    collapse without any error.
+    """
+    archs = list(getattr(target_config.hf_config, "architectures", None) or ["?"])
+    width = dflash.num_context_layers * dflash.hidden_size
+    got = None if hidden is None else list(hidden.shape)
+    if got != [num_tokens, width]:
+        raise RuntimeError(f"sglang-dflash: the target {archs[0]}'s captured hidden states (layers "
+                           f"{list(dflash.target_layer_ids)}) are {got}; expected [{num_tokens}, {width}]: "
+                           "the target model did not capture them for DFLASH")
 
 
 @dataclasses.dataclass
@@ -207,11 +243,14 @@ class DFlashWorker(BaseSpecWorker):
         self.dflash = DFlashConfig.from_pretrained(server_args.speculative_draft_model_path)
         self.speculative_num_steps = 1
         self.speculative_num_draft_tokens = self.block_size
-        context_len = target_worker.model_runner.model_config.context_len
-        server_args.override("spec_worker.match_target_context_length", context_length=context_len)
-        self._draft_worker = TpModelWorker(server_args=server_args, gpu_id=gpu_id, ps=dataclasses.replace(ps, pp_rank=0),
-                                           nccl_port=nccl_port, is_draft_worker=True)
+        target_config = target_worker.model_runner.model_config
+        context_len = target_config.context_len
+        draft_args = draft_server_args(server_args, context_len, target_config.dtype)
+        self._draft_worker = TpModelWorker(server_args=draft_args, gpu_id=gpu_id,
+                                           ps=dataclasses.replace(ps, pp_rank=0), nccl_port=nccl_port,
+                                           is_draft_worker=True)
         self.draft_runner = self._draft_worker.model_runner
+        check_draft_dtype(target_config.dtype, self.draft_runner.model_config.dtype)
         self._draft_worker.draft_runner = self.draft_runner  # the host reads worker.draft_worker.draft_runner
         self._draft_worker.draft_runners = [self.draft_runner]  # BaseSpecWorker weight updates iterate these
         self.draft_model = self.draft_runner.model
@@ -261,7 +300,9 @@ class DFlashWorker(BaseSpecWorker):
         if on_publish is not None:
             on_publish(result.new_seq_lens)
         hidden = result.logits_output.hidden_states
-        if hidden is not None and batch.extend_lens:
+        if batch.extend_lens:
+            check_captured_hidden(hidden, self.target_worker.model_runner.model_config, self.dflash,
+                                  sum(batch.extend_lens))
             positions = torch.cat([torch.arange(p, p + n) for p, n in zip(batch.prefix_lens, batch.extend_lens)])
             self.injector(hidden, positions.to(self.device, non_blocking=True), batch.out_cache_loc)
         result.logits_output.hidden_states = None  # aux features are not the model's hidden states
@@ -299,7 +340,7 @@ class DFlashWorker(BaseSpecWorker):
             kept["verify"] = self.target_worker.forward_batch_generation(batch=None, forward_batch=kept["verify_fb"],
                                                                          is_verify=True)
             logits_output = kept["verify"].logits_output
-            apply_penalties(logits_output.next_token_logits, sampling_info, b)
+            apply_logit_bias(logits_output.next_token_logits, sampling_info, b)
             hidden, logits_output.hidden_states = logits_output.hidden_states, None  # aux features stay internal
             return logits_output.next_token_logits, hidden
 
