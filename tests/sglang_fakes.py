@@ -1,7 +1,8 @@
 """Stand-ins for the GPU-only parts of SGLang that our drafter touches (KV pool, attention backend)."""
 
 import torch
-from sglang.srt.layers.radix_attention import AttentionType
+
+from sglang_dflash.sglang.cpu_backend import block_attention
 
 POOL_SIZE = 64
 
@@ -26,7 +27,7 @@ class TorchPool:
 
 
 class TorchBlockAttention:
-    """TARGET_VERIFY attention: prefix from the pool, block from the call, causality by layer type."""
+    """TARGET_VERIFY attention through the product's CPU block attention (prefix from the pool, block from the call)."""
 
     def __init__(self, pool, req_to_token):
         self.pool, self.req_to_token = pool, req_to_token
@@ -34,19 +35,5 @@ class TorchBlockAttention:
     def forward(self, q, k, v, layer, fb, save_kv_cache=True, **kwargs):
         if save_kv_cache:
             self.pool.set_kv_buffer(layer, fb.out_cache_loc, k, v)
-        b = fb.spec_info.draft_token_num
-        heads, dim = layer.tp_q_head_num, layer.head_dim
-        q = q.view(-1, b, heads, dim)
-        out = torch.empty_like(q)
-        for r in range(q.shape[0]):
-            slots = self.req_to_token[fb.req_pool_indices[r], : fb.seq_lens[r] + b]
-            keys = self.pool.k[layer.layer_id][slots].transpose(0, 1)
-            values = self.pool.v[layer.layer_id][slots].transpose(0, 1)
-            causal = layer.attn_type != AttentionType.ENCODER_ONLY
-            mask = torch.ones(b, keys.shape[1], dtype=torch.bool)
-            if causal:
-                mask[:, -b:] = torch.ones(b, b, dtype=torch.bool).tril()
-            o = torch.nn.functional.scaled_dot_product_attention(
-                q[r].transpose(0, 1), keys, values, attn_mask=mask, scale=layer.scaling, enable_gqa=True)
-            out[r] = o.transpose(0, 1)
-        return out.reshape(-1, heads * dim)
+        return block_attention(q, layer, self.pool.k[layer.layer_id], self.pool.v[layer.layer_id], self.req_to_token,
+                               fb.req_pool_indices, fb.seq_lens, fb.spec_info.draft_token_num)

@@ -105,6 +105,31 @@ def test_engine_arguments_and_environment_per_mode():
     assert mode_env("dflash", "p")["SGLANG_DFLASH_PROFILE"] == "p"
 
 
+def test_cpu_device_runs_sglangs_cpu_engine_in_float32_with_plain_and_our_modes():
+    cfg = BenchConfig(model="m", drafter="d", datasets=[], out="o", device="cpu", modes=["baseline", "dflash"],
+                      max_total_tokens=8192)
+    cfg.validate()
+    args = engine_args(cfg, "dflash")
+    assert {k: args[k] for k in ("device", "dtype", "attention_backend", "sampling_backend", "disable_cuda_graph")} == {
+        "device": "cpu", "dtype": "float32", "attention_backend": "torch_native", "sampling_backend": "pytorch",
+        "disable_cuda_graph": True}
+    assert args["max_total_tokens"] == 8192 and "mem_fraction_static" not in args
+    assert mode_env("dflash", "p", device="cpu")["SGLANG_USE_CPU_ENGINE"] == "1"
+    with pytest.raises(ValueError, match="--device cpu"):
+        BenchConfig(model="m", drafter="d", datasets=[], out="o", device="cpu", modes=["dflash-builtin"]).validate()
+
+
+def test_cpu_bench_defaults_to_the_modes_that_run_on_cpu(monkeypatch, tmp_path):
+    from sglang_dflash.bench import harness
+
+    seen = {}
+    monkeypatch.setattr(harness, "run", lambda cfg: seen.setdefault("cfg", cfg) and {})
+    data = os.path.join(SHARED_DATA, "gsm8k.jsonl")
+    assert cli_main(["bench", "--model", "m", "--drafter", "d", "--datasets", data, "--out", str(tmp_path),
+                     "--device", "cpu"]) == 0
+    assert seen["cfg"].modes == ["baseline", "dflash"] and seen["cfg"].device == "cpu"
+
+
 def test_cli_argument_errors(capsys, tmp_path):
     data = os.path.join(SHARED_DATA, "gsm8k.jsonl")
     with pytest.raises(SystemExit):

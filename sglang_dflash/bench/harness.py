@@ -27,6 +27,14 @@ from .report import write_report
 
 MODES = ("baseline", "dflash", "dflash-builtin", "ngram")
 DRAFTER_MODES = ("dflash", "dflash-builtin")
+DEVICES = ("cuda", "cpu")
+# On SGLang's CPU backend only plain decoding and our DFLASH run: the built-in DFLASH refuses a
+# non-CUDA device and NGRAM needs CUDA kernels.
+CPU_MODES = ("baseline", "dflash")
+# SGLang's CPU flags: float32 (no fast bf16 matmuls on most CPUs), torch_native attention,
+# the PyTorch sampler, no CUDA graphs.
+CPU_ENGINE_ARGS = {"device": "cpu", "dtype": "float32", "attention_backend": "torch_native",
+                   "sampling_backend": "pytorch", "disable_cuda_graph": True}
 
 
 def parse_concurrency(text: str) -> list[int]:
@@ -57,11 +65,18 @@ class BenchConfig:
     timeout_s: int = 3600
     rescore: bool = True
     warmup: int = 4
+    device: str = "cuda"
+    max_total_tokens: int | None = None
 
     def validate(self) -> None:
         unknown = [m for m in self.modes if m not in MODES]
         if unknown:
             raise ValueError(f"--modes {unknown} is invalid; expected some of {list(MODES)}")
+        if self.device not in DEVICES:
+            raise ValueError(f"--device {self.device!r} is invalid; expected one of {list(DEVICES)}")
+        if self.device == "cpu" and any(m not in CPU_MODES for m in self.modes):
+            raise ValueError(f"--modes {self.modes} is invalid with --device cpu; expected some of {list(CPU_MODES)} "
+                             "(SGLang's built-in DFLASH and NGRAM need CUDA)")
         if any(m in DRAFTER_MODES for m in self.modes) and not self.drafter:
             raise ValueError("--drafter is required for the dflash and dflash-builtin modes")
         if self.num_prompts < 1 or self.max_new_tokens < 1:
@@ -83,6 +98,11 @@ def engine_args(cfg: BenchConfig, mode: str) -> dict:
         "disable_radix_cache": cfg.disable_radix_cache,
         "log_level": "warning",
     }
+    if cfg.device == "cpu":
+        args.update(CPU_ENGINE_ARGS)
+        args.pop("mem_fraction_static")
+    if cfg.max_total_tokens:
+        args["max_total_tokens"] = cfg.max_total_tokens
     if mode in DRAFTER_MODES:
         args.update(speculative_algorithm="DFLASH", speculative_draft_model_path=cfg.drafter)
         if cfg.block_size:
@@ -92,9 +112,11 @@ def engine_args(cfg: BenchConfig, mode: str) -> dict:
     return args
 
 
-def mode_env(mode: str, profile_path: str) -> dict:
+def mode_env(mode: str, profile_path: str, device: str = "cuda") -> dict:
     env = dict(os.environ)
     env["SGLANG_DFLASH_IMPL"] = "builtin" if mode == "dflash-builtin" else "sglang-dflash"
+    if device == "cpu":
+        env["SGLANG_USE_CPU_ENGINE"] = "1"  # SGLang's own switch for its CPU engine
     if mode == "dflash":
         env["SGLANG_DFLASH_PROFILE"] = profile_path
     return env
@@ -103,7 +125,8 @@ def mode_env(mode: str, profile_path: str) -> dict:
 def environment(cfg: BenchConfig) -> dict:
     import importlib.metadata as md
 
-    info = {"model": cfg.model, "drafter": cfg.drafter, "attention_backend": cfg.attention_backend}
+    info = {"model": cfg.model, "drafter": cfg.drafter, "device": cfg.device,
+            "attention_backend": CPU_ENGINE_ARGS["attention_backend"] if cfg.device == "cpu" else cfg.attention_backend}
     for pkg in ("sglang", "torch", "transformers", "sglang-dflash", "sglang-kernel"):
         try:
             info[pkg] = md.version(pkg)
@@ -112,7 +135,8 @@ def environment(cfg: BenchConfig) -> dict:
     try:
         import torch
 
-        info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+        info["gpu"] = torch.cuda.get_device_name(0) if cfg.device == "cuda" and torch.cuda.is_available() else "cpu"
+        info["cpu_threads"] = torch.get_num_threads()
     except Exception:  # pragma: no cover
         info["gpu"] = "unknown"
     return info
@@ -126,7 +150,8 @@ def run_mode(cfg: BenchConfig, mode: str, groups: list[dict], workdir: str) -> d
         json.dump({"mode": mode, "engine_args": engine_args(cfg, mode), "sampling_params": sampling, "groups": groups,
                    "warmup": cfg.warmup}, f)
     proc = subprocess.run([sys.executable, "-m", "sglang_dflash.bench.engine_run", config_path, result_path],
-                          env=mode_env(mode, os.path.join(workdir, f"{mode}.profile.json")), timeout=cfg.timeout_s)
+                          env=mode_env(mode, os.path.join(workdir, f"{mode}.profile.json"), cfg.device),
+                          timeout=cfg.timeout_s)
     if proc.returncode != 0 or not os.path.exists(result_path):
         raise RuntimeError(f"benchmark mode {mode!r} failed (exit code {proc.returncode}); see its output above")
     with open(result_path, encoding="utf-8") as f:
@@ -178,13 +203,17 @@ def add_parser(sub) -> None:
     p.add_argument("--drafter", default=None)
     p.add_argument("--datasets", nargs="+", required=True, help="JSONL files of {id, prompt}")
     p.add_argument("--out", required=True, help="output directory for results.{json,md,png}")
-    p.add_argument("--modes", default=",".join(MODES), type=lambda s: [m.strip() for m in s.split(",") if m.strip()])
+    p.add_argument("--modes", default=None, type=lambda s: [m.strip() for m in s.split(",") if m.strip()],
+                   help=f"comma-separated, default {','.join(MODES)} (--device cpu: {','.join(CPU_MODES)})")
     p.add_argument("--num-prompts", type=int, default=64)
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--concurrency", type=parse_concurrency, default=[1, 4, 16])
     p.add_argument("--block-size", type=int, default=None)
-    p.add_argument("--attention-backend", default="triton")
+    p.add_argument("--attention-backend", default="triton", help="GPU attention backend (CPU: torch_native)")
+    p.add_argument("--device", choices=DEVICES, default="cuda",
+                   help="cpu: SGLang's CPU backend (float32, torch_native); modes baseline and dflash")
+    p.add_argument("--max-total-tokens", type=int, default=None, help="KV pool size in tokens (default: the host's)")
     p.add_argument("--mem-fraction-static", type=float, default=0.6)
     p.add_argument("--keep-radix-cache", dest="disable_radix_cache", action="store_false")
     p.add_argument("--no-rescore", dest="rescore", action="store_false")
@@ -194,6 +223,8 @@ def add_parser(sub) -> None:
 
 def main(args) -> int:
     fields = {f.name for f in dataclasses.fields(BenchConfig)}
+    if args.modes is None:
+        args.modes = list(CPU_MODES if args.device == "cpu" else MODES)
     cfg = BenchConfig(**{k: v for k, v in vars(args).items() if k in fields})
     try:
         cfg.validate()

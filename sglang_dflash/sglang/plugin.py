@@ -14,6 +14,8 @@ decode KV reservation through ``spec_info.prepare_for_decode``).  The hooks:
 - ``scheduler.validate_dflash_request`` (REPLACE): which request options we support;
 - ``DecodeCudaGraphRunner.get_spec_info`` and ``spec_info.create_dummy_verify_input`` (AROUND):
   capture graphs with our block input;
+- ``speculative_hook._handle_dflash`` and ``TorchNativeAttnBackend.forward_extend`` (AROUND):
+  DFLASH on SGLang's CPU device (:mod:`.cpu_backend`);
 - the model registry entry for ``DFlashDraftModel`` -> :class:`~.model.DFlashDraftModel`.
 
 ``SGLANG_DFLASH_IMPL=builtin`` leaves all of that out and runs SGLang's built-in DFLASH (for
@@ -37,6 +39,8 @@ RESOLVE_AUX = "sglang.srt.model_executor.model_runner_components.spec_aux_hidden
 VALIDATE_REQUEST = "sglang.srt.managers.scheduler.validate_dflash_request"
 GRAPH_SPEC_INFO = "sglang.srt.model_executor.runner.decode_cuda_graph_runner.DecodeCudaGraphRunner.get_spec_info"
 DUMMY_VERIFY = "sglang.srt.speculative.spec_info.create_dummy_verify_input"
+HANDLE_DFLASH = "sglang.srt.arg_groups.speculative_hook._handle_dflash"
+TORCH_NATIVE_EXTEND = "sglang.srt.layers.attention.torch_native_backend.TorchNativeAttnBackend.forward_extend"
 
 
 class DFlashPluginError(BaseException):
@@ -60,8 +64,11 @@ def _create_worker(original, self, server_args):
     if active_implementation() == BUILTIN:
         logger.info("DFLASH implementation: SGLang built-in (%s=%s)", IMPL_ENV, BUILTIN)
         return original(self, server_args)
+    from .cpu_backend import allow_record_stream_on_cpu, is_cpu_device
     from .worker import DFlashWorker
 
+    if is_cpu_device(server_args):
+        allow_record_stream_on_cpu()
     logger.info("DFLASH implementation: sglang-dflash %s (set %s=%s for SGLang's built-in)", __version__, IMPL_ENV, BUILTIN)
     return DFlashWorker
 
@@ -73,6 +80,21 @@ def _handle_speculative_decoding(original, server_args):
 
         check_server_args(server_args)
     return original(server_args)
+
+
+def _handle_dflash(original, server_args):
+    """The host's DFLASH settings refuse every device but CUDA; on CPU apply ours instead."""
+    from .cpu_backend import configure_cpu_server_args, is_cpu_device
+
+    if is_cpu_device(server_args):
+        return configure_cpu_server_args(server_args)
+    return original(server_args)
+
+
+def _torch_native_forward_extend(original, self, *args, **kwargs):
+    from .cpu_backend import torch_native_forward_extend
+
+    return torch_native_forward_extend(original, self, *args, **kwargs)
 
 
 def _resolve_aux_hidden_state(original, *, config, server_args, model_config, spec_algorithm, is_draft_worker):
@@ -121,6 +143,8 @@ OUR_HOOKS = (
     (VALIDATE_REQUEST, _validate_request, "REPLACE"),
     (GRAPH_SPEC_INFO, _graph_spec_info, "AROUND"),
     (DUMMY_VERIFY, _dummy_verify, "AROUND"),
+    (HANDLE_DFLASH, _handle_dflash, "AROUND"),
+    (TORCH_NATIVE_EXTEND, _torch_native_forward_extend, "AROUND"),
 )
 
 

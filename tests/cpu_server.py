@@ -1,0 +1,179 @@
+"""The real SGLang server on this CPU, in its own process group, for end-to-end tests.
+
+``CpuServer`` runs ``python -m sglang.launch_server`` on 127.0.0.1 with SGLang's CPU flags
+(float32, ``torch_native`` attention, ``pytorch`` sampling, no CUDA graphs) and the test-only
+``sgl_kernel`` stand-in from ``tests/cpu_host`` on ``PYTHONPATH`` (so the scheduler and
+detokenizer processes get it too).  The scheduler's strict idle memory check is on: a KV or
+request-slot leak stops the server, which every later request then reports.  A server that
+dies never takes the test process with it (SGLang kills its *parent* process group on a
+scheduler crash; the server has its own session).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+
+import requests
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
+CPU_HOST = os.path.join(TESTS, "cpu_host")
+DATA_DIRS = [os.environ.get("DFLASH_DATA", ""), os.path.join(ROOT, "..", "shared", "data")]
+SHIPPED_SMOLLM2_DRAFTER = os.path.join(ROOT, "drafters", "smollm2-135m-instruct")
+
+CPU_FLAGS = ("--device", "cpu", "--dtype", "float32", "--attention-backend", "torch_native",
+             "--sampling-backend", "pytorch", "--disable-cuda-graph", "--skip-server-warmup")
+
+
+def cpu_environment() -> dict[str, str]:
+    """Environment for any SGLang process of the tests on this CPU (servers, engines, benchmarks)."""
+    path = os.environ.get("PYTHONPATH", "")
+    return {
+        **os.environ,
+        "SGLANG_USE_CPU_ENGINE": "1",
+        "SGLANG_DFLASH_SGL_KERNEL_STANDIN": "1",
+        "PYTHONPATH": CPU_HOST + (os.pathsep + path if path else ""),
+        "SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE": "1",
+    }
+
+
+def data_file(name: str) -> str:
+    """A prompt set from ../shared/data (or ``$DFLASH_DATA``)."""
+    for directory in DATA_DIRS:
+        if directory and os.path.exists(os.path.join(directory, name)):
+            return os.path.join(directory, name)
+    raise FileNotFoundError(f"{name} not found in {[d for d in DATA_DIRS if d]}")
+
+
+def _own_session_ending_with_parent() -> None:
+    """In the server process before exec: its own session (a crash cannot kill the tests), and a
+    SIGTERM when the test process dies (so no server outlives an interrupted test run)."""
+    import ctypes
+
+    os.setsid()
+    pr_set_pdeathsig = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class CpuServer:
+    """One ``sglang.launch_server`` process on CPU; ``extra_args`` are more server flags."""
+
+    def __init__(self, model: str, extra_args: Sequence[str] = (), log_path: str = "server.log",
+                 start_timeout_s: float = 600) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        args = [sys.executable, "-m", "sglang.launch_server", "--model-path", model, "--host", "127.0.0.1",
+                "--port", str(self.port), *CPU_FLAGS, "--log-level", "warning", *extra_args]
+        self._log = open(log_path, "w")  # closed in shutdown()
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=cpu_environment(),
+                                     preexec_fn=_own_session_ending_with_parent)
+        self._wait_healthy(start_timeout_s)
+
+    # ------------------------------------------------------------------ lifecycle
+    def _wait_healthy(self, timeout_s: float) -> None:
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode} during start:\n{self.log_tail()}")
+            try:
+                if requests.get(self.base + "/health", timeout=5).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(1)
+        self.shutdown()
+        raise TimeoutError(f"server not healthy after {timeout_s} s:\n{self.log_tail()}")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self, chars: int = 4000) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()[-chars:]
+
+    def shutdown(self, timeout_s: float = 60) -> int:
+        """SIGTERM the process group; returns the server's exit code (SIGKILL after the timeout)."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+    # ------------------------------------------------------------------ requests
+    def generate(self, input_ids: Sequence[int] | None = None, sampling_params: dict | None = None,
+                 text: str | None = None, timeout_s: float = 900, **extra) -> dict:
+        """Native ``/generate`` for one prompt: the response dict (``output_ids``, ``text``, ``meta_info``)."""
+        body = {"sampling_params": sampling_params or {}, **extra}
+        body.update({"input_ids": list(input_ids)} if input_ids is not None else {"text": text})
+        reply = requests.post(self.base + "/generate", json=body, timeout=timeout_s)
+        if reply.status_code != 200:
+            raise AssertionError(f"/generate answered {reply.status_code}: {reply.text[:500]}\n{self.log_tail()}")
+        return reply.json()
+
+    def generate_many(self, prompts: Sequence[Sequence[int]], sampling_params: dict | Sequence[dict],
+                      concurrency: int) -> list[dict]:
+        """Every prompt through ``/generate``, at most ``concurrency`` in flight; results in prompt order."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        params = [sampling_params] * len(prompts) if isinstance(sampling_params, dict) else list(sampling_params)
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            return list(pool.map(lambda ip: self.generate(ip[0], ip[1]), zip(prompts, params)))
+
+    def stream_lines(self, body: dict, timeout_s: float = 120) -> Iterator[dict]:
+        """The JSON chunks of a streamed ``/generate`` (the caller may stop early: that disconnects)."""
+        with requests.post(self.base + "/generate", json={**body, "stream": True}, stream=True, timeout=timeout_s) as r:
+            for line in r.iter_lines():
+                if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
+                    yield json.loads(line[5:])
+
+    def used_tokens_when_idle(self, timeout_s: float = 120) -> int:
+        """KV slots in use once nothing runs and the radix cache is flushed (``/v1/loads``)."""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            load = self.load()
+            # /flush_cache refuses while requests run; it empties the radix cache when idle.
+            if load["num_running_reqs"] == 0 and load["num_waiting_reqs"] == 0:
+                if requests.post(self.base + "/flush_cache", timeout=30).status_code == 200:
+                    return int(self.load()["num_used_tokens"])
+            time.sleep(1)
+        raise TimeoutError(f"server still busy after {timeout_s} s:\n{self.log_tail()}")
+
+    def load(self) -> dict:
+        """The scheduler's load snapshot (``/v1/loads``, data-parallel rank 0)."""
+        return requests.get(self.base + "/v1/loads", timeout=10).json()["loads"][0]
+
+
+def smollm2_drafter(smollm2: str, out_dir: str) -> tuple[str, str]:
+    """(path, kind): the shipped SmolLM2 drafter, else a random one (block 16, one layer, mask token 6)
+    written to ``out_dir``."""
+    if os.path.exists(os.path.join(SHIPPED_SMOLLM2_DRAFTER, "config.json")):
+        return SHIPPED_SMOLLM2_DRAFTER, "shipped"
+    from transformers import AutoConfig
+
+    from sglang_dflash.checkpoint import save_drafter
+    from sglang_dflash.testing import make_tiny_drafter
+
+    model = make_tiny_drafter(AutoConfig.from_pretrained(smollm2), seed=0, std=0.02, block_size=16, num_layers=1,
+                              mask_token_id=6)
+    save_drafter(model, out_dir)
+    return out_dir, "random"

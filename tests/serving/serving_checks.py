@@ -1,0 +1,101 @@
+"""Constants, server starters and checks shared by the end-to-end modules (fixtures: conftest.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from cpu_server import CpuServer
+
+NUM_PROMPTS_PER_SET, MAX_NEW_TOKENS = 4, 64
+CHUNK = 48  # below every chat prompt's length: prefill always runs in several chunks
+GREEDY = {"temperature": 0, "max_new_tokens": MAX_NEW_TOKENS}
+MAX_NEW_TOKENS_INSIDE_A_BLOCK = (1, 2, 7, 17, 33)
+SUMMARY: dict[str, dict] = {}
+
+
+def start_server(smollm2: str, tmp_path_factory, name: str, *args: str) -> CpuServer:
+    log = str(tmp_path_factory.mktemp(name) / "server.log")
+    return CpuServer(smollm2, ["--max-total-tokens", "6144", "--random-seed", "0", *args], log_path=log)
+
+
+def dflash_server(smollm2: str, drafter: tuple[str, str], tmp_path_factory, name: str, *args: str) -> CpuServer:
+    return start_server(smollm2, tmp_path_factory, name, "--speculative-algorithm", "DFLASH",
+                        "--speculative-draft-model-path", drafter[0], *args)
+
+
+def radix_prompts(prompts: list[list[int]]) -> list[list[int]]:
+    """Two prompts sharing a long prefix (the second one hits the radix cache the first one filled)."""
+    prefix = prompts[0] + prompts[1]
+    return [prefix + prompts[2][-8:], prefix + prompts[3][-8:]]
+
+
+def stop_word(tokenizer, output_ids: list[int]) -> str:
+    """The longest word of the middle of a plain output: a stop string that ends generation there."""
+    return max(tokenizer.decode(output_ids[20:40]).split(), key=len)
+
+
+def mean_tau(results: list[dict]) -> float:
+    tokens = sum(r["meta_info"]["completion_tokens"] for r in results)
+    steps = sum(r["meta_info"].get("spec_verify_ct") or 0 for r in results)
+    return round(tokens / steps, 3) if steps else float("nan")
+
+
+def check_greedy_equals_plain(name: str, server: CpuServer, prompts, reference, concurrency: int, drafter) -> None:
+    """Greedy DFLASH output == plain output for every prompt; the row goes into the summary table."""
+    assert len(prompts) >= 8 and all(len(p) > CHUNK for p in prompts)
+    results = server.generate_many(prompts, GREEDY, concurrency=concurrency)
+    exact = sum(r["output_ids"] == ref for r, ref in zip(results, reference["greedy"]))
+    SUMMARY[f"{name} c={concurrency}"] = {"drafter": drafter[1], "prompts": len(results),
+                                          "tokens": sum(len(r["output_ids"]) for r in results),
+                                          "exact": f"{exact}/{len(results)}", "tau": mean_tau(results)}
+    assert all(r["meta_info"]["spec_verify_ct"] >= 1 for r in results)
+    assert [r["output_ids"] for r in results] == reference["greedy"]
+
+
+def check_max_new_tokens_inside_a_block(server: CpuServer, prompts, reference) -> None:
+    params = [{"temperature": 0, "max_new_tokens": n} for n in MAX_NEW_TOKENS_INSIDE_A_BLOCK]
+    got = server.generate_many([prompts[4]] * len(params), params, concurrency=len(params))
+    for n, result, expected in zip(MAX_NEW_TOKENS_INSIDE_A_BLOCK, got, reference["max_new_tokens"]):
+        assert result["output_ids"] == expected["output_ids"]
+        assert len(result["output_ids"]) == n
+        assert result["meta_info"]["finish_reason"] == expected["meta_info"]["finish_reason"]
+
+
+def check_aborts_leave_the_kv_pools_balanced(server: CpuServer, prompts) -> None:
+    """Client disconnects and ``/abort_request`` mid-generation; then the idle server holds the KV
+    slots it held before, its strict leak check stayed silent, and it still answers."""
+    import requests
+
+    before = server.used_tokens_when_idle()
+    long = {"temperature": 0, "max_new_tokens": 400, "ignore_eos": True}
+
+    def disconnect_after(prompt: list[int], chunks: int) -> None:
+        for n, _ in enumerate(server.stream_lines({"input_ids": prompt, "sampling_params": long})):
+            if n + 1 >= chunks:
+                return  # leaving the stream closes the connection: the server aborts the request
+
+    clients = [threading.Thread(target=disconnect_after, args=(p, 2 + i)) for i, p in enumerate(prompts[:4])]
+    rid = "abort-by-id"
+    by_id = threading.Thread(target=lambda: requests.post(server.base + "/generate", timeout=600, json={
+        "input_ids": prompts[5], "sampling_params": long, "rid": rid}))
+    for thread in [*clients, by_id]:
+        thread.start()
+    time.sleep(5)
+    assert requests.post(server.base + "/abort_request", json={"rid": rid}, timeout=30).status_code == 200
+    for thread in [*clients, by_id]:
+        thread.join(timeout=600)
+    assert server.used_tokens_when_idle() == before
+    time.sleep(2)  # the strict idle memory check runs now; a leak stops the server
+    assert server.alive(), server.log_tail()
+    assert "memory leak" not in server.log_tail(1_000_000)
+    assert len(server.generate(prompts[6], {"temperature": 0, "max_new_tokens": 8})["output_ids"]) == 8
+
+
+def check_shutdown_is_clean(server: CpuServer) -> None:
+    assert len(server.generate(text="Hi", sampling_params={"max_new_tokens": 4})["output_ids"]) == 4
+    started = time.time()
+    server.shutdown(timeout_s=60)
+    assert time.time() - started < 60, "the server did not stop on SIGTERM"
+    log = server.log_tail(1_000_000)
+    assert "Traceback" not in log, log[-3000:]

@@ -1,0 +1,84 @@
+"""Our DFLASH with SGLang's overlap scheduler, on CPU, against plain decoding (shared setup: conftest.py)."""
+
+from __future__ import annotations
+
+import pytest
+from serving_checks import (
+    GREEDY,
+    check_aborts_leave_the_kv_pools_balanced,
+    check_greedy_equals_plain,
+    check_max_new_tokens_inside_a_block,
+    check_shutdown_is_clean,
+    dflash_server,
+    radix_prompts,
+)
+
+pytestmark = pytest.mark.slow
+NAME = "overlap"
+
+
+@pytest.fixture(scope="module")
+def server(smollm2, drafter, reference, tmp_path_factory):
+    """Started after the plain reference server has stopped; the last test stops it."""
+    started = dflash_server(smollm2, drafter, tmp_path_factory, "dflash-overlap", "--enable-metrics")
+    yield started
+    started.shutdown()
+
+
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter, concurrency):
+    check_greedy_equals_plain(NAME, server, prompts, reference, concurrency, drafter)
+
+
+def test_radix_cache_hit_keeps_greedy_output_exact(server, prompts, reference):
+    """A long shared prefix sent twice: the second request reuses cached target and draft K/V."""
+    first, second = radix_prompts(prompts)
+    got = [server.generate(first, GREEDY), server.generate(second, GREEDY)]
+    assert got[1]["meta_info"]["cached_tokens"] >= len(prompts[0]) + len(prompts[1])
+    assert [g["output_ids"] for g in got] == reference["radix"]
+
+
+def test_max_new_tokens_ending_inside_a_block(server, prompts, reference):
+    check_max_new_tokens_inside_a_block(server, prompts, reference)
+
+
+def test_stop_strings_end_output_where_plain_decoding_does(server, prompts, reference):
+    stop, expected = reference["stop"]
+    got = server.generate(prompts[5], {**GREEDY, "stop": [stop]})
+    assert expected["meta_info"]["finish_reason"]["type"] == "stop"
+    assert got["text"] == expected["text"]
+    assert got["meta_info"]["finish_reason"] == expected["meta_info"]["finish_reason"]
+
+
+def test_sampled_and_greedy_requests_share_a_batch(server, prompts, reference):
+    sampled = {"temperature": 0.8, "top_p": 0.9, "max_new_tokens": 48}
+    params = [GREEDY if i % 2 == 0 else sampled for i in range(len(prompts))]
+    results = server.generate_many(prompts, params, concurrency=len(prompts))
+    for i, (result, expected) in enumerate(zip(results, reference["greedy"])):
+        assert result["meta_info"]["finish_reason"]["type"] in ("length", "stop") and result["output_ids"]
+        if i % 2 == 0:
+            assert result["output_ids"] == expected
+
+
+def test_aborts_leave_the_kv_pools_balanced(server, prompts):
+    check_aborts_leave_the_kv_pools_balanced(server, prompts)
+
+
+def test_openai_chat_completions_and_acceptance_in_meta_info(server):
+    import openai
+
+    client = openai.OpenAI(base_url=server.base + "/v1", api_key="none")
+    messages = [{"role": "user", "content": "Write a Python function that reverses a string."}]
+    full = client.chat.completions.create(model="default", messages=messages, max_tokens=48, temperature=0)
+    streamed = "".join(chunk.choices[0].delta.content or "" for chunk in client.chat.completions.create(
+        model="default", messages=messages, max_tokens=48, temperature=0, stream=True) if chunk.choices)
+    assert full.choices[0].message.content and streamed == full.choices[0].message.content
+    assert full.usage.completion_tokens > 0
+    meta = server.generate(text="def add(a, b):", sampling_params={"temperature": 0, "max_new_tokens": 24})["meta_info"]
+    assert meta["spec_verify_ct"] >= 1
+    assert meta["spec_accept_length"] == pytest.approx(meta["completion_tokens"] / meta["spec_verify_ct"])
+
+
+def test_server_shuts_down_cleanly(server):
+    """Last in this module: it stops the server the tests above shared."""
+    check_shutdown_is_clean(server)

@@ -1,0 +1,44 @@
+"""Our DFLASH without the overlap scheduler and with chunked prefill forced (``--chunked-prefill-size``
+below every prompt's length), on CPU, against plain decoding (shared setup: conftest.py)."""
+
+from __future__ import annotations
+
+import pytest
+from serving_checks import (
+    CHUNK,
+    check_aborts_leave_the_kv_pools_balanced,
+    check_greedy_equals_plain,
+    check_max_new_tokens_inside_a_block,
+    check_shutdown_is_clean,
+    dflash_server,
+)
+
+pytestmark = pytest.mark.slow
+NAME = "sync+chunked"
+
+
+@pytest.fixture(scope="module")
+def server(smollm2, drafter, reference, tmp_path_factory):
+    """Started after the plain reference server has stopped; the last test stops it."""
+    started = dflash_server(smollm2, drafter, tmp_path_factory, "dflash-sync", "--disable-overlap-schedule",
+                            "--chunked-prefill-size", str(CHUNK))
+    yield started
+    started.shutdown()
+
+
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter, concurrency):
+    check_greedy_equals_plain(NAME, server, prompts, reference, concurrency, drafter)
+
+
+def test_max_new_tokens_ending_inside_a_block(server, prompts, reference):
+    check_max_new_tokens_inside_a_block(server, prompts, reference)
+
+
+def test_aborts_leave_the_kv_pools_balanced(server, prompts):
+    check_aborts_leave_the_kv_pools_balanced(server, prompts)
+
+
+def test_server_shuts_down_cleanly(server):
+    """Last in this module: it stops the server the tests above shared."""
+    check_shutdown_is_clean(server)
