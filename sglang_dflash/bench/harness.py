@@ -35,6 +35,8 @@ CPU_MODES = ("baseline", "dflash")
 # the PyTorch sampler, no CUDA graphs.
 CPU_ENGINE_ARGS = {"device": "cpu", "dtype": "float32", "attention_backend": "torch_native",
                    "sampling_backend": "pytorch", "disable_cuda_graph": True}
+# On CPU SGLang sizes the KV pool from host memory; a fixed pool keeps the benchmark's footprint small.
+CPU_DEFAULT_MAX_TOTAL_TOKENS = 8192
 
 
 def parse_concurrency(text: str) -> list[int]:
@@ -99,7 +101,7 @@ def engine_args(cfg: BenchConfig, mode: str) -> dict:
         "log_level": "warning",
     }
     if cfg.device == "cpu":
-        args.update(CPU_ENGINE_ARGS)
+        args.update(CPU_ENGINE_ARGS, max_total_tokens=CPU_DEFAULT_MAX_TOTAL_TOKENS)
         args.pop("mem_fraction_static")
     if cfg.max_total_tokens:
         args["max_total_tokens"] = cfg.max_total_tokens
@@ -213,7 +215,7 @@ def add_parser(sub) -> None:
     p.add_argument("--attention-backend", default="triton", help="GPU attention backend (CPU: torch_native)")
     p.add_argument("--device", choices=DEVICES, default="cuda",
                    help="cpu: SGLang's CPU backend (float32, torch_native); modes baseline and dflash")
-    p.add_argument("--max-total-tokens", type=int, default=None, help="KV pool size in tokens (default: the host's)")
+    p.add_argument("--max-total-tokens", type=int, default=None, help=f"KV pool size in tokens (default: the host's; {CPU_DEFAULT_MAX_TOTAL_TOKENS} on CPU)")
     p.add_argument("--mem-fraction-static", type=float, default=0.6)
     p.add_argument("--keep-radix-cache", dest="disable_radix_cache", action="store_false")
     p.add_argument("--no-rescore", dest="rescore", action="store_false")
