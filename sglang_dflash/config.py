@@ -145,7 +145,7 @@ class DFlashConfig:
     def from_dict(cls, d: Mapping[str, Any]) -> "DFlashConfig":
         """Parse a config.json dictionary; raise :class:`DFlashConfigError` on the first bad field."""
         if not isinstance(d, Mapping):
-            raise config_error("config", type(d).__name__, "a JSON object")
+            raise config_error(CONFIG_FILE, type(d).__name__, "a JSON object")
         archs = d.get("architectures")
         if not isinstance(archs, list) or DRAFT_ARCHITECTURE not in archs:
             raise config_error("architectures", archs, f'a list containing "{DRAFT_ARCHITECTURE}"')

@@ -155,6 +155,10 @@ NEUTRAL_SAMPLING_PARAMS = (("frequency_penalty", 0.0), ("presence_penalty", 0.0)
 
 def unsupported_request_option(req, enable_overlap: bool) -> str | None:
     """An abort message for request options our worker does not implement exactly, else None."""
+    prompt = getattr(req, "origin_input_ids", None)
+    if prompt is not None and len(prompt) == 0:
+        return ("sglang-dflash: the prompt (text / input_ids) is empty (0 tokens); expected at least one "
+                "token (a speculative step needs a last prompt token to draft from)")
     if getattr(req, "return_logprob", False):
         return "sglang-dflash: return_logprob is not supported with DFLASH speculative decoding yet."
     params = getattr(req, "sampling_params", None)
