@@ -6,12 +6,14 @@
     sglang-dflash eval-tau --target T --drafter D --prompts humaneval.jsonl
     sglang-dflash bench --model T --drafter D --datasets a.jsonl b.jsonl --out DIR
     sglang-dflash bench-report DIR/results.json --out DIR
+    sglang-dflash doctor [--target T --drafter D]          versions, plugin, device, startup checks
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Sequence
 
@@ -28,6 +30,15 @@ def _add_gen_data(sub) -> None:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--exclude", nargs="*", default=[], help="evaluation JSONL files the prompts must not overlap")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--features", action="store_true",
+                   help="hf backend: --out is a resumable feature-store directory holding the target's context "
+                        "features of every token (train --features reads it without running the target)")
+    p.add_argument("--target-layer-ids", type=int, nargs="+", default=None, help="with --features: layers to keep")
+    p.add_argument("--feature-dtype", choices=("float16", "bfloat16"), default="float16")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--max-minutes", type=float, default=None,
+                   help="with --features: start no new batch after this many minutes (rerun to continue)")
+    p.add_argument("--shard", default="0/1", help="with --features: I/N generates every N-th batch from the I-th")
 
 
 def _gen_data(args) -> int:
@@ -46,6 +57,10 @@ def _gen_data(args) -> int:
         return 2
     tokenizer = AutoTokenizer.from_pretrained(args.target)
     prompt_ids = [chat_prompt_ids(tokenizer, p) for p in prompts]
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.features:
+        return _gen_feature_store(args, prompt_ids, tokenizer.eos_token_id)
     if args.backend == "sglang":
         records = generate_responses_sglang(args.target, prompt_ids, args.max_new_tokens, args.temperature,
                                             {"attention_backend": "triton"})
@@ -58,30 +73,58 @@ def _gen_data(args) -> int:
     return 0
 
 
+def _gen_feature_store(args, prompt_ids: list[list[int]], eos_token_id: int | None) -> int:
+    """gen-data --features: generate with the target on CPU and keep its context features (resumable)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .train.features import generate_feature_store
+
+    if args.backend != "hf" or not args.target_layer_ids:
+        print(f"gen-data: --features needs --backend hf and --target-layer-ids; got --backend {args.backend} and "
+              f"--target-layer-ids {args.target_layer_ids}", file=sys.stderr)
+        return 2
+    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).eval()
+    count = generate_feature_store(target, prompt_ids, args.out, args.target_layer_ids, args.max_new_tokens,
+                                   eos_token_id, args.batch_size, args.temperature, args.seed, args.feature_dtype,
+                                   {"target": args.target, "exclude": args.exclude}, args.max_minutes,
+                                   tuple(int(x) for x in args.shard.split("/")))
+    print(f"feature store {args.out} holds {count} records")
+    return 0
+
+
 def _add_train(sub) -> None:
     from .train.trainer import TrainConfig
 
     p = sub.add_parser("train", help="train a DFlash drafter (resumes from OUT/checkpoints/last.pt)")
     p.add_argument("--target", required=True)
-    p.add_argument("--data", required=True, help="JSONL records from gen-data")
+    p.add_argument("--data", default="", help="JSONL records from gen-data (or --features)")
+    p.add_argument("--features", default=None,
+                   help="feature store from gen-data --features: train without running the target")
     p.add_argument("--out", required=True, dest="output")
     defaults = TrainConfig(target="", data="", output="")
     for name in ("num_draft_layers", "block_size", "mask_token_id", "intermediate_size", "steps", "batch_size",
-                 "num_anchors", "max_seq_len", "warmup_steps", "seed", "save_every", "log_every"):
+                 "num_anchors", "max_seq_len", "warmup_steps", "seed", "save_every", "log_every", "num_chunks",
+                 "heldout", "eval_every", "snapshot_every", "threads"):
         p.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
-    for name in ("lr", "min_lr_ratio", "weight_decay", "gamma", "grad_clip", "max_shard_mb"):
+    for name in ("lr", "min_lr_ratio", "weight_decay", "gamma", "grad_clip", "max_shard_mb", "max_minutes"):
         p.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(defaults, name))
     p.add_argument("--target-layer-ids", type=int, nargs="+", default=None)
     p.add_argument("--mask-token", default=None, help="the mask token's string, recorded in dflash_config")
     p.add_argument("--device", default=defaults.device)
     p.add_argument("--no-init-from-target", dest="init_from_target", action="store_false")
     p.add_argument("--no-resume", dest="resume", action="store_false")
+    p.add_argument("--sample-positions", action="store_true",
+                   help="importance-sample block positions by their loss weight (same objective, cheaper lm_head)")
 
 
 def _train(args) -> int:
     from .train.trainer import TrainConfig, train
 
     fields = {k: v for k, v in vars(args).items() if k not in ("command", "func")}
+    if not fields["data"] and not fields["features"]:
+        print("train: --data and --features are both missing; expected one of them", file=sys.stderr)
+        return 2
     summary = train(TrainConfig(**fields))
     print(json.dumps(summary["final"]))
     return 0
@@ -96,35 +139,51 @@ def _add_eval_tau(sub) -> None:
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--json-out", help="write per-request results here")
+    p.add_argument("--json-out", help="write per-request results here (JSON_OUT.partial.jsonl: resume per batch)")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    p.add_argument("--max-minutes", type=float, default=None,
+                   help="start no new batch after this many minutes; the JSON then says complete: false")
+
+
+def _weights_digest(drafter_dir: str) -> str:
+    """sha256 over the drafter's safetensors files (sorted by name)."""
+    import glob
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(glob.glob(os.path.join(drafter_dir, "*.safetensors"))):
+        with open(path, "rb") as f:
+            for block in iter(lambda f=f: f.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def _eval_tau(args) -> int:
     import torch
-    from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from . import SamplingParams, load_drafter, spec_generate
+    from . import SamplingParams, load_drafter
+    from .train.acceptance import measure_tau
     from .train.data import chat_prompt_ids, read_prompts
 
-    torch.set_num_threads(1) if args.device == "cpu" else None
+    torch.set_num_threads(args.threads) if args.device == "cpu" else None
     tokenizer = AutoTokenizer.from_pretrained(args.target)
     target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).to(args.device).eval()
     drafter = load_drafter(args.drafter, target_config=target.config, device=args.device)
     prompts = [chat_prompt_ids(tokenizer, p) for p in read_prompts(args.prompts)[: args.num_prompts]]
     params = SamplingParams(max_new_tokens=args.max_new_tokens, stop_token_ids=(tokenizer.eos_token_id,))
-    taus, committed, steps = [], 0, 0
-    for start in tqdm(range(0, len(prompts), args.batch_size), desc="eval-tau", unit="batch"):
-        result = spec_generate(target, drafter, prompts[start:start + args.batch_size], params)
-        taus += result.tau
-        committed += sum(map(sum, result.accept_lengths))
-        steps += sum(result.num_verify_steps)
-    summary = {"prompts": len(prompts), "mean_tau": committed / max(1, steps),
-               "mean_request_tau": sum(t for t in taus if t == t) / max(1, sum(t == t for t in taus))}
-    print(json.dumps(summary))
+    # The drafter's weight digest is part of the settings: a partial file from another drafter is never reused.
+    settings = {"drafter_sha256": _weights_digest(args.drafter), "prompts_file": os.path.basename(args.prompts),
+                "num_prompts": len(prompts),
+                "max_new_tokens": args.max_new_tokens, "block_size": drafter.block_size, "sampling": "greedy",
+                "chat_template": True, "target_dtype": "float32", "batch_size": args.batch_size, "device": args.device}
+    partial = args.json_out + ".partial.jsonl" if args.json_out else None
+    result = measure_tau(target, drafter, prompts, params, args.batch_size, partial, settings, args.max_minutes)
+    print(json.dumps({k: result[k] for k in ("prompts", "complete", "mean_tau", "tokens", "verify_steps")}))
     if args.json_out:
-        with open(args.json_out, "w", encoding="utf-8") as f:
-            json.dump({**summary, "per_request_tau": taus}, f, indent=2)
+        with open(args.json_out + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=2)
+        os.replace(args.json_out + ".tmp", args.json_out)
     return 0
 
 
@@ -155,6 +214,22 @@ def _bench_report(args) -> int:
     return 0
 
 
+def _add_doctor(sub) -> None:
+    p = sub.add_parser("doctor", help="versions, plugin, device and (given a pair) every startup check's verdict")
+    p.add_argument("--target", default=None, help="the --model-path to check (with --drafter)")
+    p.add_argument("--drafter", default=None, help="the --speculative-draft-model-path to check (with --target)")
+    p.add_argument("--speculative-num-draft-tokens", type=int, default=None, dest="num_draft_tokens",
+                   help="the value the server will be given, if any")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_doctor)
+
+
+def _doctor(args) -> int:
+    from .doctor import main as doctor_main
+
+    return doctor_main(args.target, args.drafter, args.num_draft_tokens, args.json)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sglang-dflash", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -168,6 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_eval_tau(sub)
     sub.choices["eval-tau"].set_defaults(func=_eval_tau)
     _add_bench(sub)
+    _add_doctor(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -146,3 +146,131 @@ def test_builtin_prompts_are_deterministic_varied_and_disjoint_from_evaluation_s
     assert len(evaluation) == 164 + 1319
     assert overlapping_prompts(prompts, evaluation) == []
     assert overlapping_prompts(evaluation[:3] + prompts[:3], evaluation) == evaluation[:3]  # the check has teeth
+
+
+# ------------------------------------------------------------------ CPU recipe: feature store, cheaper loss
+
+
+def _store(target, tmp_path, prompts, **kw):
+    from sglang_dflash.train.features import generate_feature_store
+
+    out = str(tmp_path / "store")
+    args = dict(layer_ids=[1, 3], max_new_tokens=12, eos_token_id=None, batch_size=4)
+    args.update(kw)
+    generate_feature_store(target, prompts, out, **args)
+    return out
+
+
+def _prompts(count=10, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(1, 63, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist() for _ in range(count)]
+
+
+def test_stored_features_are_the_targets_hidden_states_of_every_token(tmp_path):
+    from sglang_dflash.draft_model import DFlashDraftModel
+    from sglang_dflash.train.features import FeatureStore
+
+    target = make_tiny_target("llama", seed=0)
+    store = FeatureStore.open(_store(target, tmp_path, _prompts()))
+    assert len(store.records) == 10
+    for record in store.records:
+        with torch.no_grad():
+            out = target.model(input_ids=torch.tensor([record["input_ids"]]), output_hidden_states=True)
+        expected = DFlashDraftModel.select_target_features(out.hidden_states, (1, 3))[0, :-1]
+        stored = store.features(record, 10**6)
+        assert stored.shape == expected.shape  # one row per token but the last
+        torch.testing.assert_close(stored, expected, atol=2e-3, rtol=2e-3)  # float16 storage
+
+
+def test_feature_store_rerun_generates_only_missing_chunks(tmp_path):
+    from sglang_dflash.train import features as features_module
+
+    target = make_tiny_target("llama", seed=0)
+    prompts = _prompts()
+    out = _store(target, tmp_path, prompts)
+    chunks = sorted(p for p in os.listdir(out) if p.endswith(".jsonl"))
+    assert chunks == ["chunk-00000.jsonl", "chunk-00001.jsonl", "chunk-00002.jsonl"]
+    chunk_1 = os.path.join(out, "chunk-00001.jsonl")
+    with open(chunk_1) as f:
+        before = f.read()
+    os.remove(chunk_1)  # as if killed before committing chunk 1
+    calls = []
+    real = features_module.generate_batch_with_features
+    features_module.generate_batch_with_features = lambda *a, **k: calls.append(1) or real(*a, **k)
+    try:
+        _store(target, tmp_path, prompts)
+    finally:
+        features_module.generate_batch_with_features = real
+    with open(chunk_1) as f:
+        assert len(calls) == 1 and f.read() == before
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        _store(target, tmp_path, prompts, max_new_tokens=13)  # a resume with other settings is refused
+
+
+def test_training_from_a_feature_store_never_runs_the_target(tmp_path):
+    target = make_tiny_target("llama", seed=0)
+    store = _store(target, tmp_path, _prompts(24), max_new_tokens=24)
+
+    def no_forward(*args, **kwargs):
+        raise AssertionError("the target ran during training from a feature store")
+
+    target.model.forward = no_forward
+    out = tmp_path / "drafter"
+    summary = train(config("", out, features=store, target_layer_ids=[1, 3], steps=30, heldout=4, eval_every=10,
+                           sample_positions=True), target=target)
+    with open(out / "train_log.jsonl") as f:
+        log = [json.loads(line) for line in f]
+    assert log[-1]["loss"] < log[0]["loss"] and "heldout_accept" in log[-1]
+    assert summary["sequences"] == 20 and load_drafter(str(out), target_config=target.config).config.target_layer_ids == (1, 3)
+
+
+def test_sampled_positions_follow_the_loss_weights():
+    from sglang_dflash.train.trainer import sample_block_positions
+
+    weights = position_weights(8, gamma=2.0)
+    labels = torch.zeros(64, 8 * 500, dtype=torch.long)
+    kept, equal = sample_block_positions(labels, weights, torch.Generator().manual_seed(0))
+    rate = (kept != IGNORE).float().view(64, 500, 8).mean((0, 1))
+    assert rate[0] == 0 and torch.allclose(rate, weights / weights.max(), atol=0.01)
+    assert equal.tolist() == [0.0] + [1.0] * 7
+
+
+def test_heldout_records_never_train(tmp_path):
+    from sglang_dflash.train.trainer import load_training_data
+
+    target = make_tiny_target("llama", seed=0)
+    store = _store(target, tmp_path, _prompts(24), max_new_tokens=24)
+    batches, heldout = load_training_data(config("", tmp_path / "o", features=store, heldout=5, num_chunks=5))
+    train_ids = {tuple(r["input_ids"]) for r in batches.records}
+    held_ids = {tuple(r["input_ids"]) for r in heldout.records}
+    assert len(held_ids) == 5 and not train_ids & held_ids and len(train_ids) == 15
+    with pytest.raises(ValueError, match=r"chunks \[6\] are unfinished"):
+        load_training_data(config("", tmp_path / "o", features=store, num_chunks=7))
+
+
+def test_time_boxed_training_exports_and_a_rerun_finishes_the_schedule(corpus, tmp_path):
+    target, path, _ = corpus
+    out = tmp_path / "boxed"
+    first = train(config(path, out, steps=20, save_every=5, max_minutes=0.0), target=target)
+    assert first["steps_done"] == 1 and os.path.exists(out / "model.safetensors")
+    second = train(config(path, out, steps=20, save_every=5), target=target)
+    assert second["steps_done"] == 20
+    assert torch.load(out / "checkpoints" / "last.pt", weights_only=False)["step"] == 20
+
+
+def test_tau_measurement_resumes_from_finished_batches(corpus, trained, tmp_path, monkeypatch):
+    from sglang_dflash.train import acceptance
+
+    target, _, records = corpus
+    drafter = load_drafter(str(trained[0]), target_config=target.config)
+    prompts = [r["input_ids"][: r["loss_start"]] for r in records[64:76]]
+    partial = str(tmp_path / "tau.partial.jsonl")
+    first = acceptance.measure_tau(target, drafter, prompts, SamplingParams(max_new_tokens=16), 4, partial, {"s": 1})
+    # No eos in the tiny target: 16 tokens per prompt, the first from the prefill, 15 from verify steps.
+    assert first["prompts"] == 12 and first["complete"] and first["tokens"] == 12 * 15
+    assert first["mean_tau"] == first["tokens"] / first["verify_steps"]
+    monkeypatch.setattr(acceptance, "spec_generate", lambda *a, **k: pytest.fail("a finished batch was rerun"))
+    again = acceptance.measure_tau(target, drafter, prompts, SamplingParams(max_new_tokens=16), 4, partial, {"s": 1})
+    assert {k: again[k] for k in ("mean_tau", "tokens", "verify_steps")} == {k: first[k] for k in ("mean_tau", "tokens", "verify_steps")}
+    with pytest.raises(ValueError, match="settings"):
+        acceptance.measure_tau(target, drafter, prompts, SamplingParams(max_new_tokens=16), 4, partial, {"s": 2})

@@ -184,6 +184,14 @@ def chat_prompt_ids(tokenizer, prompt: str) -> list[int]:
     return tokenizer.encode(prompt)
 
 
+def left_padded(prompts: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-padded input ids and attention mask [bs, max_len] for a batch of prompts (HF generate's layout)."""
+    width = max(map(len, prompts))
+    ids = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    return ids, mask
+
+
 @torch.inference_mode()
 def generate_responses_hf(
     target: torch.nn.Module,
@@ -200,8 +208,7 @@ def generate_responses_hf(
     for start in tqdm(range(0, len(order), batch_size), desc="generating", unit="batch"):
         chunk = [list(prompts[i]) for i in order[start:start + batch_size]]
         width = max(map(len, chunk))
-        ids = torch.tensor([[0] * (width - len(p)) + p for p in chunk])
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk])
+        ids, mask = left_padded(chunk)
         out = target.generate(ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=temperature > 0,
                               temperature=temperature if temperature > 0 else None, top_p=None, top_k=None,
                               eos_token_id=eos_token_id, pad_token_id=eos_token_id if eos_token_id is not None else 0)

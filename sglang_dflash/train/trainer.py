@@ -10,6 +10,21 @@ CUDA.  ``output/checkpoints/last.pt`` is rewritten every ``save_every`` steps; a
 same config resumes from it and reproduces the uninterrupted run exactly (data order and anchors
 are functions of the seed and the step).  The final drafter is written to ``output/`` in the
 published safetensors layout, plus ``train_log.jsonl`` and ``train_summary.json``.
+
+CPU-sized training (see ``drafters/smollm2-135m-instruct/recipe-cpu.sh``):
+
+- ``features``: a feature store from ``gen-data --features`` (:mod:`.features`) holds the target's
+  context features of every token, captured once during generation; training then never runs
+  the target (only its embeddings and lm_head, which the drafter shares).
+- ``sample_positions``: the shared lm_head over every supervised block position dominates a
+  step's cost.  Each supervised position i is kept with probability w_i / max(w) and kept
+  positions are weighed equally, so the loss stays an (importance-sampled) estimate of the same
+  weighted objective while the lm_head runs on ~sum(w)/max(w) of the B-1 positions (6.6 of 15
+  for gamma 7).
+- ``heldout`` / ``eval_every``: ``heldout`` random records never train; every ``eval_every``
+  steps the drafter's teacher-forced acceptance on them (all positions, fixed anchors) is logged
+  as ``heldout_accept`` (mean accepted drafts per block; 1 + it estimates tau on that data).
+- ``snapshot_every``: the drafter weights at those steps are kept for an acceptance curve.
 """
 
 from __future__ import annotations
@@ -30,7 +45,14 @@ from ..checkpoint import save_drafter
 from ..config import draft_config_for_target
 from ..draft_model import DFlashDraftModel
 from .data import read_records
-from .objective import build_blocks, dflash_loss, position_weights, sample_anchors
+from .features import FeatureStore
+from .objective import (
+    IGNORE,
+    build_blocks,
+    dflash_loss,
+    position_weights,
+    sample_anchors,
+)
 
 CHECKPOINT = os.path.join("checkpoints", "last.pt")
 
@@ -63,6 +85,14 @@ class TrainConfig:
     log_every: int = 10
     max_shard_mb: float = 15.0
     resume: bool = True
+    features: str | None = None
+    num_chunks: int | None = None
+    heldout: int = 0
+    eval_every: int = 0
+    sample_positions: bool = False
+    snapshot_every: int = 0
+    threads: int | None = None
+    max_minutes: float | None = None
 
     def __post_init__(self) -> None:
         positive = {"steps": self.steps, "batch_size": self.batch_size, "num_anchors": self.num_anchors,
@@ -77,6 +107,11 @@ class TrainConfig:
             raise ValueError(f"lr={self.lr!r} is invalid; expected a positive number")
         if self.gamma is not None and not self.gamma > 0:
             raise ValueError(f"gamma={self.gamma!r} is invalid; expected a positive number or None")
+        for name in ("heldout", "eval_every", "snapshot_every"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)!r} is invalid; expected an integer >= 0")
+        if self.eval_every and not self.heldout:
+            raise ValueError(f"eval_every={self.eval_every} needs held-out records; expected heldout >= 1")
 
 
 def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
@@ -129,19 +164,35 @@ def build_drafter(config: TrainConfig, target: torch.nn.Module) -> DFlashDraftMo
 class SequenceBatches:
     """Deterministic shuffled batches: batch ``step`` is a function of (seed, step) alone."""
 
-    def __init__(self, records: list[dict], batch_size: int, max_seq_len: int, seed: int) -> None:
+    def __init__(self, records: list[dict], batch_size: int, max_seq_len: int, seed: int,
+                 store: FeatureStore | None = None) -> None:
         self.records = [r for r in records if r["loss_start"] < min(len(r["input_ids"]), max_seq_len)]
         if not self.records:
             raise ValueError(f"no record has a response token within max_seq_len={max_seq_len}")
-        self.batch_size, self.max_seq_len, self.seed = batch_size, max_seq_len, seed
+        self.batch_size, self.max_seq_len, self.seed, self.store = batch_size, max_seq_len, seed, store
         self.per_epoch = max(1, len(self.records) // batch_size)
 
-    def __call__(self, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """input_ids, attention mask, loss mask: [R, T] right-padded."""
+    def features(self, step: int) -> torch.Tensor:
+        """Cached target features [R, T, K*H] of batch ``step`` (zero where a token has none)."""
+        if self.store is None:
+            raise ValueError("SequenceBatches.features: store is None; expected a feature store")
+        chosen = self._chosen(step)
+        width = max(min(len(r["input_ids"]), self.max_seq_len) for r in chosen)
+        rows = [self.store.features(r, width) for r in chosen]
+        out = torch.zeros(len(rows), width, rows[0].shape[-1])
+        for i, f in enumerate(rows):
+            out[i, : f.shape[0]] = f
+        return out
+
+    def _chosen(self, step: int) -> list[dict]:
         epoch, index = divmod(step, self.per_epoch)
         order = list(range(len(self.records)))
         random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
-        chosen = [self.records[i] for i in order[index * self.batch_size:(index + 1) * self.batch_size]]
+        return [self.records[i] for i in order[index * self.batch_size:(index + 1) * self.batch_size]]
+
+    def __call__(self, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """input_ids, attention mask, loss mask: [R, T] right-padded."""
+        chosen = self._chosen(step)
         seqs = [r["input_ids"][: self.max_seq_len] for r in chosen]
         width = max(map(len, seqs))
         ids = torch.zeros(len(seqs), width, dtype=torch.long)
@@ -160,23 +211,81 @@ def target_features(target: torch.nn.Module, layer_ids: tuple[int, ...], ids: to
         return DFlashDraftModel.select_target_features(out.hidden_states, layer_ids)
 
 
+def sample_block_positions(labels: torch.Tensor, weights: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keep supervised position i with probability w_i / max(w); returns (labels, equal weights).
+
+    E[sum_kept CE] is proportional to sum_i w_i CE_i, so training on the kept positions with equal
+    weights optimises the same weighted objective while the lm_head sees fewer positions.
+    """
+    block_size = weights.numel()
+    keep_prob = (weights / weights.max())[torch.arange(labels.shape[1]) % block_size]
+    keep = torch.rand(labels.shape, generator=generator) < keep_prob[None, :]
+    return torch.where(keep, labels, torch.full_like(labels, IGNORE)), (weights > 0).float()
+
+
 def train_step(drafter, target, batches: SequenceBatches, config: TrainConfig, step: int, weights: torch.Tensor):
     ids, attn, loss_mask = (t.to(config.device) for t in batches(step))
     gen = torch.Generator().manual_seed(config.seed * 7919 + step)
     anchors = sample_anchors(loss_mask.cpu(), config.num_anchors, gen)
     blocks = build_blocks(ids.cpu(), loss_mask.cpu(), anchors, drafter.block_size, drafter.mask_token_id)
+    if config.sample_positions:
+        labels, weights = sample_block_positions(blocks.labels, weights, gen)
+        blocks = dataclasses.replace(blocks, labels=labels)
     blocks = dataclasses.replace(blocks, **{f.name: getattr(blocks, f.name).to(config.device) for f in dataclasses.fields(blocks)})
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if config.device.startswith("cuda") else torch.autocast("cpu", enabled=False)
     with autocast:
-        feats = target_features(target, drafter.config.target_layer_ids, ids, attn)
+        if batches.store is not None:
+            feats = batches.features(step).to(config.device)  # captured at generation: no target forward
+        else:
+            feats = target_features(target, drafter.config.target_layer_ids, ids, attn)
         return dflash_loss(drafter, target.get_input_embeddings(), target.get_output_embeddings(), feats, attn, blocks, weights)
 
 
-def _save_checkpoint(path: str, drafter, optimizer, scheduler, step: int, seconds: float, config: TrainConfig) -> None:
+@torch.no_grad()
+def heldout_acceptance(drafter, target, heldout: SequenceBatches, config: TrainConfig, weights: torch.Tensor) -> dict:
+    """Teacher-forced acceptance on held-out records: every position, the same anchors every time."""
+    drafter.eval()
+    totals = {"loss": 0.0, "accept": 0.0}
+    batches = range(heldout.per_epoch)
+    for step in batches:
+        full = dataclasses.replace(config, sample_positions=False, seed=config.seed + 1)
+        out = train_step(drafter, target, heldout, full, step, weights)
+        totals["loss"] += out.loss.item()
+        totals["accept"] += float(out.expected_accept)
+    drafter.train()
+    return {"heldout_loss": round(totals["loss"] / len(batches), 5),
+            "heldout_accept": round(totals["accept"] / len(batches), 4)}
+
+
+def load_training_data(config: TrainConfig) -> tuple[SequenceBatches, SequenceBatches | None]:
+    """Training batches and held-out batches (``heldout`` random records), from JSONL or a feature store."""
+    store = FeatureStore.open(config.features) if config.features else None
+    records = store.records if store is not None else read_records(config.data)
+    if config.num_chunks is not None:
+        if store is None:
+            raise ValueError(f"num_chunks={config.num_chunks} needs a feature store; expected --features")
+        records = [r for r in records if r["chunk"] < config.num_chunks]
+        missing = sorted(set(range(config.num_chunks)) - {r["chunk"] for r in records})
+        if missing:
+            raise ValueError(f"{config.features}: chunks {missing} are unfinished; expected chunks 0..{config.num_chunks - 1} "
+                             "(let gen-data finish them or lower --num-chunks)")
+    if config.heldout >= len(records):
+        raise ValueError(f"heldout={config.heldout} is invalid; expected fewer than the {len(records)} records")
+    # A seeded random hold-out: generation order groups prompts by length, so a contiguous slice would not be fair.
+    held_ids = set(random.Random(config.seed + 1).sample(range(len(records)), config.heldout))
+    train_records = [r for i, r in enumerate(records) if i not in held_ids]
+    held = [r for i, r in enumerate(records) if i in held_ids]
+    batches = SequenceBatches(train_records, config.batch_size, config.max_seq_len, config.seed, store)
+    heldout = SequenceBatches(held, min(config.batch_size, len(held)), config.max_seq_len, config.seed, store) if held else None
+    return batches, heldout
+
+
+def _save_checkpoint(path: str, drafter, optimizer, scheduler, step: int, seconds: float, config: TrainConfig,
+                     sequences: int) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
     torch.save({"drafter": drafter.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "step": step, "train_seconds": seconds, "config": dataclasses.asdict(config)}, tmp)
+                "step": step, "train_seconds": seconds, "config": dataclasses.asdict(config), "sequences": sequences}, tmp)
     os.replace(tmp, path)
 
 
@@ -185,11 +294,19 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
     from transformers import AutoModelForCausalLM
 
     started = time.time()
+    if config.threads:
+        torch.set_num_threads(config.threads)
     if target is None:
         dtype = torch.bfloat16 if config.device.startswith("cuda") else torch.float32
         target = AutoModelForCausalLM.from_pretrained(config.target, dtype=dtype)
     target = target.to(config.device).eval().requires_grad_(False)
-    batches = SequenceBatches(read_records(config.data), config.batch_size, config.max_seq_len, config.seed)
+    batches, heldout = load_training_data(config)
+    if batches.store is not None:
+        stored = batches.store.layer_ids
+        if config.target_layer_ids is None:
+            config = dataclasses.replace(config, target_layer_ids=stored)
+        elif list(config.target_layer_ids) != stored:
+            raise ValueError(f"--target-layer-ids is {config.target_layer_ids}; expected the feature store's {stored}")
     drafter = build_drafter(config, target).to(config.device).train()
     optimizer = torch.optim.AdamW(drafter.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.95))
     scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -205,11 +322,15 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start_step, earlier_seconds = state["step"], state["train_seconds"]
+        if state.get("sequences", len(batches.records)) != len(batches.records):
+            raise ValueError(f"{ckpt_path}: sequences is {state['sequences']}; expected {len(batches.records)} "
+                             "(the data changed since this checkpoint: use the same --num-records or a new --out)")
     os.makedirs(config.output, exist_ok=True)
     if start_step == 0 and os.path.exists(log_path):
         os.remove(log_path)
 
     history: list[dict] = []
+    stopped_at = None
     bar = tqdm(range(start_step, config.steps), initial=start_step, total=config.steps, desc="training", unit="step")
     for step in bar:
         out = train_step(drafter, target, batches, config, step, weights)
@@ -221,19 +342,49 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
         if step % config.log_every == 0 or step == config.steps - 1:
             row = {"step": step, "loss": round(out.loss.item(), 5), "lr": scheduler.get_last_lr()[0],
                    "grad_norm": round(float(grad_norm), 4), "acc": [round(float(a), 4) for a in out.accuracy[1:4]],
-                   "expected_accept": round(float(out.expected_accept), 4)}
+                   # with sampled positions a block's run of hits is cut by unsampled positions: not logged
+                   "expected_accept": None if config.sample_positions else round(float(out.expected_accept), 4),
+                   "blocks": (step + 1) * config.batch_size * config.num_anchors,
+                   "seconds": round(earlier_seconds + time.time() - started, 1)}
+            if heldout is not None and config.eval_every and (step % config.eval_every == 0 or step == config.steps - 1):
+                row.update(heldout_acceptance(drafter, target, heldout, config, weights))
             history.append(row)
             with open(log_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
             bar.set_postfix(loss=row["loss"], acc1=row["acc"][0] if row["acc"] else None)
         if (step + 1) % config.save_every == 0 or step == config.steps - 1:
             _save_checkpoint(ckpt_path, drafter, optimizer, scheduler, step + 1,
-                             earlier_seconds + time.time() - started, config)
+                             earlier_seconds + time.time() - started, config, len(batches.records))
+        if config.snapshot_every and (step + 1) % config.snapshot_every == 0:
+            snapshot = os.path.join(config.output, "checkpoints", f"step-{step + 1:06d}.pt")
+            torch.save(drafter.state_dict(), snapshot + ".tmp")
+            os.replace(snapshot + ".tmp", snapshot)
+        if config.max_minutes is not None and time.time() - started > 60 * config.max_minutes and step < config.steps - 1:
+            # Time box: checkpoint, export what there is, and let a rerun finish the schedule.
+            _save_checkpoint(ckpt_path, drafter, optimizer, scheduler, step + 1,
+                             earlier_seconds + time.time() - started, config, len(batches.records))
+            stopped_at = step + 1
+            break
 
     drafter.eval()
     save_drafter(drafter, config.output, dtype=torch.bfloat16, max_shard_bytes=int(config.max_shard_mb * 2**20))
     summary = {"config": dataclasses.asdict(config), "sequences": len(batches.records), "final": history[-1] if history else None,
+               "steps_done": stopped_at if stopped_at is not None else config.steps,
                "train_seconds": round(earlier_seconds + time.time() - started, 1), "device": config.device}
     with open(os.path.join(config.output, "train_summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)
     return summary
+
+
+def export_snapshot(train_output: str, snapshot: str, out: str, target: torch.nn.Module | None = None) -> str:
+    """Write a kept snapshot (``checkpoints/step-N.pt``) of a training run as a drafter in ``out``."""
+    from transformers import AutoModelForCausalLM
+
+    state = torch.load(os.path.join(train_output, CHECKPOINT), map_location="cpu", weights_only=False)
+    config = TrainConfig(**state["config"])
+    if target is None:
+        target = AutoModelForCausalLM.from_pretrained(config.target, dtype=torch.float32)
+    drafter = build_drafter(dataclasses.replace(config, init_from_target=False), target)
+    drafter.load_state_dict(torch.load(snapshot, map_location="cpu", weights_only=True))
+    save_drafter(drafter.eval(), out, dtype=torch.bfloat16, max_shard_bytes=int(config.max_shard_mb * 2**20))
+    return out

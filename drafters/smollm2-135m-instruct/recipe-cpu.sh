@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Train the DFlash drafter for SmolLM2-135M-Instruct on a 2-core CPU, end to end (see README.md here).
+#
+#   nice -n 10 bash drafters/smollm2-135m-instruct/recipe-cpu.sh
+#
+# Every stage is resumable: rerun the same command (same environment variables) and it continues
+# where it stopped, losing at most one generation batch, `SAVE_EVERY` training steps or one
+# evaluation batch.  Working data lives in $WORK (default ~/.cache/sglang-dflash/recipe-cpu), outside
+# the checkout; the finished drafter is copied next to this file.  Stage wall times go to
+# $WORK/stages.jsonl.  Knobs (environment variables, defaults sized for a quiet 2-core machine):
+#
+#   NUM_PROMPTS=1600 GEN_PROCS=2 GEN_MINUTES=45   self-distillation with feature capture
+#   NUM_CHUNKS=<all finished>                      chunks (32 prompts each) to train on, frozen at first use
+#   STEPS=700 TRAIN_MINUTES=                       training length; TRAIN_MINUTES time-boxes one run
+#   HELDOUT=32 EVAL_EVERY=50                       held-out records and how often their acceptance is logged
+#   EVAL_PROMPTS=100 EVAL_MINUTES=                 acceptance measurement per evaluation set
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+evaldata=$(realpath "${EVAL_DATA:-$here/../../../shared/data}")
+work=${WORK:-$HOME/.cache/sglang-dflash/recipe-cpu}
+mkdir -p "$work"
+target=$(python -c "from sglang_dflash.smollm2 import ensure_smollm2; print(ensure_smollm2())")
+layers="1 9 17 26"  # 4 of 30 target layers, spread from shallow to deep (the paper's rule)
+
+stage() {  # stage NAME COMMAND...: run and append its wall time to stages.jsonl
+  local name=$1 start end; shift
+  start=$(date +%s)
+  "$@"
+  end=$(date +%s)
+  printf '{"stage": "%s", "start": %s, "end": %s, "seconds": %s}\n' "$name" "$start" "$end" $((end - start)) \
+    >> "$work/stages.jsonl"
+}
+
+# 1. Self-distillation + features: the built-in prompt mix (disjoint from the evaluation sets, checked by
+#    --exclude), answered greedily by the float32 target in batches of 32, 256 new tokens; hooks keep the
+#    outputs of the 4 context layers for every token (float16, memory-mapped chunks).  GEN_PROCS
+#    single-thread processes fill every GEN_PROCS-th batch each.
+gen() {
+  local procs=${GEN_PROCS:-2} pids=() i
+  for ((i = 0; i < procs; i++)); do
+    sglang-dflash gen-data --target "$target" --out "$work/features" --features --target-layer-ids $layers \
+      --num-prompts "${NUM_PROMPTS:-1600}" --max-new-tokens 256 --batch-size 32 --threads 1 --seed 0 \
+      --shard "$i/$procs" ${GEN_MINUTES:+--max-minutes "$GEN_MINUTES"} \
+      --exclude "$evaldata/humaneval.jsonl" "$evaldata/gsm8k.jsonl" > "$work/gen-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i"; done
+}
+stage gen gen
+
+# The training set is frozen the first time: chunks 0..NUM_CHUNKS-1 (all finished chunks from 0 on).
+if [[ ! -f "$work/num_chunks" ]]; then
+  n=${NUM_CHUNKS:-0}
+  if [[ $n == 0 ]]; then
+    while [[ -f "$work/features/chunk-$(printf %05d "$n").jsonl" ]]; do n=$((n + 1)); done
+  fi
+  echo "$n" > "$work/num_chunks"
+fi
+num_chunks=$(cat "$work/num_chunks")
+
+# 2. Train from the stored features (the target never runs): 2 draft layers initialised from the target's
+#    last two, block 16, mask token "<filename>" (id 6: the vocabulary has no spare slot), 8 sequences x 32
+#    anchors per step, block positions importance-sampled by their gamma-7 loss weight, AdamW, cosine.
+#    HELDOUT random records are held out for the teacher-forced acceptance curve.
+stage train sglang-dflash train --target "$target" --features "$work/features" --num-chunks "$num_chunks" \
+  --out "$work/drafter" --num-draft-layers 2 --block-size 16 --target-layer-ids $layers \
+  --mask-token-id 6 --mask-token "<filename>" --steps "${STEPS:-700}" --batch-size 8 --num-anchors 32 \
+  --max-seq-len 512 --lr 8e-4 --warmup-steps 30 --gamma 7 --sample-positions --heldout "${HELDOUT:-32}" --eval-every "${EVAL_EVERY:-50}" \
+  --snapshot-every 50 --save-every "${SAVE_EVERY:-10}" --log-every 5 --threads "${THREADS:-1}" \
+  --max-shard-mb 24 --device cpu ${TRAIN_MINUTES:+--max-minutes "$TRAIN_MINUTES"}
+
+# 3. Acceptance with the reference implementation: greedy, block 16, chat template, 256 new tokens, float32
+#    target, the first EVAL_PROMPTS prompts of each set, both sets side by side (one thread each).
+evaluate() {
+  local set pids=()
+  for set in humaneval gsm8k; do
+    sglang-dflash eval-tau --target "$target" --drafter "$work/drafter" --prompts "$evaldata/$set.jsonl" \
+      --num-prompts "${EVAL_PROMPTS:-100}" --max-new-tokens 256 --batch-size 5 --threads 1 \
+      ${EVAL_MINUTES:+--max-minutes "$EVAL_MINUTES"} --json-out "$work/tau-$set.json" > "$work/eval-$set.log" 2>&1 &
+    pids+=($!)
+  done
+  for set in "${pids[@]}"; do wait "$set"; done
+}
+stage eval evaluate
+
+# 4. The acceptance curve and the shipped files.
+python -m sglang_dflash.train.curve --log "$work/drafter/train_log.jsonl" \
+  --tau "$work/tau-humaneval.json" "$work/tau-gsm8k.json" --out "$work/tau-curve.png"
+cp "$work"/drafter/{config.json,*.safetensors,train_log.jsonl,train_summary.json} "$here"/
+cp "$work"/tau-{humaneval,gsm8k}.json "$work/tau-curve.png" "$work/stages.jsonl" "$here"/
