@@ -4,7 +4,7 @@ The modules importable without SGLang (or a GPU) are the algorithm's reference:
 :mod:`.config` (drafter config), :mod:`.checkpoint` (safetensors format), :mod:`.draft_model`
 (pure PyTorch drafter), :mod:`.speculative` (block building and acceptance) and :mod:`.reference`
 (batched speculative generation against a Hugging Face target).  Everything that imports SGLang
-lives in :mod:`sglang_dflash.sglang` and is never imported from here.
+lives in :mod:`sglang_dflash.serving` and is never imported from here.
 """
 
 from .checkpoint import load_drafter, save_drafter

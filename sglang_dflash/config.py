@@ -375,7 +375,7 @@ def draft_config_for_target(
     head_dim = getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads
     rope = getattr(t, "rope_parameters", None) or {"rope_type": "default", "rope_theta": getattr(t, "rope_theta", 10000.0)}
     raw: dict[str, Any] = {
-        "architectures": ["DFlashDraftModel"],
+        "architectures": [DRAFT_ARCHITECTURE],
         "hidden_size": t.hidden_size,
         "num_hidden_layers": num_layers,
         "num_attention_heads": t.num_attention_heads,

@@ -2,7 +2,7 @@
 target/drafter pair passes every startup check, without loading any weights.
 
 Each check is a :class:`Verdict` (name, ok, detail).  The pair checks call the same functions the
-server calls at startup (:mod:`sglang_dflash.sglang.validation`, :mod:`sglang_dflash.config`,
+server calls at startup (:mod:`sglang_dflash.serving.validation`, :mod:`sglang_dflash.config`,
 :mod:`sglang_dflash.checkpoint`), one per verdict, so a failing pair is named check by check rather
 than stopping at the first error; a check whose input failed earlier is reported as skipped (a
 failure).  Safetensors are read through their headers only.
@@ -22,7 +22,7 @@ from typing import Any
 PACKAGES = (("sglang", "sglang"), ("torch", "torch"), ("triton", "triton"),
             ("flashinfer", "flashinfer-python"), ("sgl-kernel", "sglang-kernel"))
 PLUGIN_GROUP, PLUGIN_NAME = "sglang.srt.plugins", "dflash"
-PLUGIN_VALUE = "sglang_dflash.sglang.plugin:register"
+PLUGIN_VALUE = "sglang_dflash.serving.plugin:register"
 # What the startup checks and SGLang's plugin loading raise: reported as a failed verdict.
 CHECK_ERRORS = (ValueError, OSError, RuntimeError, ImportError, KeyError, TypeError, AttributeError)
 
@@ -71,7 +71,7 @@ def plugin_verdict() -> Verdict:
     try:
         from sglang.srt.plugins import load_plugins
 
-        from .sglang import plugin
+        from .serving import plugin
 
         load_plugins()
         installed = plugin._hook_installed(plugin.CREATE_WORKER, plugin._create_worker)
@@ -85,14 +85,14 @@ def plugin_verdict() -> Verdict:
 
 def plugin_error() -> type[BaseException]:
     """The plugin's own error type (a BaseException, so SGLang cannot swallow it)."""
-    from .sglang.plugin import DFlashPluginError
+    from .serving.plugin import DFlashPluginError
 
     return DFlashPluginError
 
 
 def implementation_verdict() -> Verdict:
     """Which DFLASH implementation a server started from this environment would run."""
-    from .sglang.plugin import BUILTIN, IMPL_ENV, active_implementation
+    from .serving.plugin import BUILTIN, IMPL_ENV, active_implementation
 
     try:
         impl = active_implementation()
@@ -124,7 +124,7 @@ def pair_verdicts(target: str, drafter: str, num_draft_tokens: int | None = None
     """Every startup check of ``--model-path target --speculative-draft-model-path drafter``, in order."""
     from .checkpoint import check_shapes, read_shapes
     from .config import DFlashConfig, config_error
-    from .sglang import validation
+    from .serving import validation
 
     found: dict[str, Any] = {}
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from sglang_dflash.sglang.cpu_backend import block_attention
+from sglang_dflash.serving.cpu_backend import block_attention
 
 POOL_SIZE = 64
 

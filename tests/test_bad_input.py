@@ -136,7 +136,7 @@ def test_an_empty_prompt_is_refused_per_request_naming_the_prompt():
     """A DFLASH step drafts from the last prompt token: an empty prompt gets a 400, not a worker crash."""
     from types import SimpleNamespace
 
-    from sglang_dflash.sglang.validation import unsupported_request_option
+    from sglang_dflash.serving.validation import unsupported_request_option
 
     def request(prompt: list[int]) -> SimpleNamespace:
         return SimpleNamespace(origin_input_ids=prompt, return_logprob=False, return_hidden_states=False,

@@ -14,7 +14,7 @@ from sglang.srt.layers.radix_attention import AttentionType  # noqa: E402
 from test_sglang_plugin import run_python  # noqa: E402
 
 from sglang_dflash.config import DFlashConfigError  # noqa: E402
-from sglang_dflash.sglang.cpu_backend import (  # noqa: E402
+from sglang_dflash.serving.cpu_backend import (  # noqa: E402
     block_attention,
     block_attention_mask,
     configure_cpu_server_args,

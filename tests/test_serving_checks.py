@@ -74,7 +74,7 @@ def outcomes(tmp_path_factory):
         from sglang.srt.configs.model_config import ModelConfig
         from sglang.srt.server_args import ServerArgs
         from sglang.srt.utils.hf_transformers_utils import get_config
-        from sglang_dflash.sglang.validation import capture_layers, check_server_args
+        from sglang_dflash.serving.validation import capture_layers, check_server_args
         paths = {json.dumps(paths)}
         out = {{}}
 
@@ -93,7 +93,7 @@ def outcomes(tmp_path_factory):
             return str(ModelConfig.from_server_args(args, model_path=draft, is_draft_model=True).dtype)
 
         def worker_dtypes(draft):
-            from sglang_dflash.sglang.worker import draft_server_args
+            from sglang_dflash.serving.worker import draft_server_args
 
             args = dflash_args(draft)
             target = ModelConfig.from_server_args(args)

@@ -18,8 +18,8 @@ from sglang.srt.model_executor.forward_context import ForwardContext, forward_co
 
 from sglang_dflash import save_drafter  # noqa: E402
 from sglang_dflash.checkpoint import read_state_dict  # noqa: E402
-from sglang_dflash.sglang.inject import ContextInjector  # noqa: E402
-from sglang_dflash.sglang.model import DFlashDraftModel as SGLangDrafter  # noqa: E402
+from sglang_dflash.serving.inject import ContextInjector  # noqa: E402
+from sglang_dflash.serving.model import DFlashDrafterForSGLang as SGLangDrafter  # noqa: E402
 from sglang_dflash.testing import make_tiny_drafter, tiny_target_config  # noqa: E402
 from sglang_fakes import POOL_SIZE, TorchBlockAttention, TorchPool  # noqa: E402
 

@@ -44,7 +44,7 @@ def pair(tmp_path_factory):
 
 def test_entry_point_is_declared():
     eps = {ep.name: ep.value for ep in entry_points(group="sglang.srt.plugins")}
-    assert eps.get("dflash") == "sglang_dflash.sglang.plugin:register"
+    assert eps.get("dflash") == "sglang_dflash.serving.plugin:register"
 
 
 def dflash_worker_code(target: str, drafter: str) -> str:
@@ -75,9 +75,9 @@ def test_plugin_routes_dflash_to_our_worker_and_model(pair):
             logprob_message=scheduler.validate_dflash_request(req, True),
         )))
     """)
-    assert result["worker"] == "sglang_dflash.sglang.worker.DFlashWorker"
+    assert result["worker"] == "sglang_dflash.serving.worker.DFlashWorker"
     assert result["eagle"] == "EAGLEWorkerV2"  # other algorithms are untouched
-    assert result["model"] == "sglang_dflash.sglang.model"
+    assert result["model"] == "sglang_dflash.serving.model"
     assert (result["block"], result["steps"], result["topk"]) == (4, 1, 1)
     assert "sglang-dflash" in result["logprob_message"]
 
@@ -166,7 +166,7 @@ def test_target_family_without_hidden_state_capture_is_rejected(pair):
     result = run_python(f"""
         from types import SimpleNamespace
         from transformers import Qwen2Config
-        from sglang_dflash.sglang.validation import capture_layers
+        from sglang_dflash.serving.validation import capture_layers
         cfg = Qwen2Config(vocab_size=64, hidden_size=32, num_hidden_layers=6, num_attention_heads=4,
                           num_key_value_heads=2, intermediate_size=64, architectures=["Qwen2ForCausalLM"])
         model_config = SimpleNamespace(hf_config=cfg, hf_text_config=cfg)

@@ -17,10 +17,10 @@ from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode  # no
 from sglang.srt.speculative.spec_info import SpecInputType  # noqa: E402
 
 from sglang_dflash import speculative as spec  # noqa: E402
-from sglang_dflash.sglang import spec_inputs  # noqa: E402
-from sglang_dflash.sglang.spec_inputs import DFlashBlockInput, DFlashDraftInput  # noqa: E402
-from sglang_dflash.sglang.validation import unsupported_request_option  # noqa: E402
-from sglang_dflash.sglang.worker import (  # noqa: E402
+from sglang_dflash.serving import spec_inputs  # noqa: E402
+from sglang_dflash.serving.spec_inputs import DFlashBlockInput, DFlashDraftInput  # noqa: E402
+from sglang_dflash.serving.validation import unsupported_request_option  # noqa: E402
+from sglang_dflash.serving.worker import (  # noqa: E402
     DFlashWorker,
     accept_block,
     batch_sampling,
@@ -141,10 +141,10 @@ def test_module_keeps_competitor_code_out():
     """Our worker modules never import SGLang's built-in DFLASH implementation."""
     import inspect
 
-    import sglang_dflash.sglang.inject as inject
-    import sglang_dflash.sglang.model as model
-    import sglang_dflash.sglang.plugin as plugin
-    import sglang_dflash.sglang.worker as worker
+    import sglang_dflash.serving.inject as inject
+    import sglang_dflash.serving.model as model
+    import sglang_dflash.serving.plugin as plugin
+    import sglang_dflash.serving.worker as worker
 
     for module in (inject, model, plugin, worker, spec_inputs):
         source = inspect.getsource(module)
@@ -190,7 +190,7 @@ def test_targets_are_refused_by_recurrent_layer_types_only(layer_types, refused)
     from transformers import PretrainedConfig
 
     from sglang_dflash.config import DFlashConfigError
-    from sglang_dflash.sglang.validation import check_attention_only_target
+    from sglang_dflash.serving.validation import check_attention_only_target
 
     config = PretrainedConfig(architectures=["SomeHybridForCausalLM"], layer_types=layer_types)
     if not refused:
@@ -242,7 +242,7 @@ class ParallelState:
 def build_worker(monkeypatch, tmp_path, draft_dtype=None):
     """A DFlashWorker over stand-in target and draft workers; the draft resolves ``--dtype auto`` to float16
     (what SGLang does for a config.json without a dtype) unless ``draft_dtype`` forces one."""
-    from sglang_dflash.sglang import worker as worker_module
+    from sglang_dflash.serving import worker as worker_module
 
     drafter_config().save(tmp_path)
     built = {}

@@ -20,9 +20,9 @@ from sglang.srt.model_executor.forward_context import ForwardContext, forward_co
 from sglang_dflash import SamplingParams, save_drafter, spec_generate  # noqa: E402
 from sglang_dflash.checkpoint import read_state_dict  # noqa: E402
 from sglang_dflash.draft_model import DFlashDraftModel as ReferenceDrafter  # noqa: E402
-from sglang_dflash.sglang.inject import ContextInjector  # noqa: E402
-from sglang_dflash.sglang.model import DFlashDraftModel as SGLangDrafter  # noqa: E402
-from sglang_dflash.sglang.worker import StepInputs, decode_step  # noqa: E402
+from sglang_dflash.serving.inject import ContextInjector  # noqa: E402
+from sglang_dflash.serving.model import DFlashDrafterForSGLang as SGLangDrafter  # noqa: E402
+from sglang_dflash.serving.worker import StepInputs, decode_step  # noqa: E402
 from sglang_dflash.speculative import BatchSampling  # noqa: E402
 from sglang_dflash.testing import arrange_oracle, make_tiny_drafter, make_tiny_target  # noqa: E402
 from sglang_fakes import TorchBlockAttention, TorchPool  # noqa: E402

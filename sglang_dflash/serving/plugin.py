@@ -16,7 +16,7 @@ decode KV reservation through ``spec_info.prepare_for_decode``).  The hooks:
   capture graphs with our block input;
 - ``speculative_hook._handle_dflash`` and ``TorchNativeAttnBackend.forward_extend`` (AROUND):
   DFLASH on SGLang's CPU device (:mod:`.cpu_backend`);
-- the model registry entry for ``DFlashDraftModel`` -> :class:`~.model.DFlashDraftModel`.
+- the model registry entry for ``DFlashDraftModel`` -> :class:`~.model.DFlashDrafterForSGLang`.
 
 ``SGLANG_DFLASH_IMPL=builtin`` leaves all of that out and runs SGLang's built-in DFLASH (for
 side-by-side benchmarks).  SGLang only logs plugin failures, so a failure here raises
@@ -152,9 +152,10 @@ def register_model() -> None:
     """Point SGLang's model registry's ``DFlashDraftModel`` at our class."""
     from sglang.srt.models.registry import ModelRegistry
 
-    from .model import ARCHITECTURE, DFlashDraftModel
+    from ..config import DRAFT_ARCHITECTURE
+    from .model import DFlashDrafterForSGLang
 
-    ModelRegistry.models[ARCHITECTURE] = DFlashDraftModel
+    ModelRegistry.models[DRAFT_ARCHITECTURE] = DFlashDrafterForSGLang
 
 
 def _hook_installed(target: str, hook) -> bool:

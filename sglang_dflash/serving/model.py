@@ -31,7 +31,6 @@ from ..config import DFlashConfig, config_error
 from ..draft_model import cos_sin_cache
 from ..kernels.norm_rope import norm_rope_torch, norm_rope_triton
 
-ARCHITECTURE = "DFlashDraftModel"
 
 
 # ----------------------------------------------------------------------------- fused ops
@@ -111,7 +110,7 @@ class DFlashSGLangLayer(nn.Module):
         return self.down_proj(silu_and_mul(self.gate_up_proj(x))), residual
 
 
-class DFlashDraftModel(nn.Module):
+class DFlashDrafterForSGLang(nn.Module):
     """SGLang entry class for ``architectures: ["DFlashDraftModel"]`` checkpoints."""
 
     def __init__(self, config, quant_config=None, prefix: str = "") -> None:
@@ -166,7 +165,7 @@ class DFlashDraftModel(nn.Module):
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, forward_batch, **kwargs) -> LogitsProcessorOutput:
         """Denoise one block per request; logits of every block position over the target vocab."""
         if self._embed is None:
-            raise RuntimeError("DFlashDraftModel.set_embed_and_head() must be called before forward()")
+            raise RuntimeError("DFlashDrafterForSGLang.set_embed_and_head() must be called before forward()")
         hidden = F.embedding(input_ids, self._embed)
         residual = None
         for layer in self.layers:
@@ -208,4 +207,4 @@ class DFlashDraftModel(nn.Module):
                 layer.post_attention_layernorm_weight.copy_(state[p + "post_attention_layernorm.weight"])
 
 
-EntryClass = DFlashDraftModel
+EntryClass = DFlashDrafterForSGLang
