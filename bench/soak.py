@@ -26,14 +26,19 @@ TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default=None, help="target (default: SmolLM2-135M-Instruct, converted once)")
-    p.add_argument("--drafter", default=None,
-                   help="drafter (default: the shipped SmolLM2 drafter, else a random one)")
+    p.add_argument(
+        "--drafter", default=None, help="drafter (default: the shipped SmolLM2 drafter, else a random one)"
+    )
     p.add_argument("--requests", type=int, default=300)
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--max-tokens", type=int, default=96)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--datasets", nargs="+", default=["humaneval.jsonl", "gsm8k.jsonl"],
-                   help="JSONL prompt sets (names are looked up in ../shared/data)")
+    p.add_argument(
+        "--datasets",
+        nargs="+",
+        default=["humaneval.jsonl", "gsm8k.jsonl"],
+        help="JSONL prompt sets (names are looked up in ../shared/data)",
+    )
     p.add_argument("--prompts-per-set", type=int, default=8)
     p.add_argument("--max-total-tokens", type=int, default=16384)
     p.add_argument("--json-out", default=None, help="write the row and the problems found here")
@@ -52,12 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     model = args.model or ensure_smollm2()
     workdir = tempfile.mkdtemp(prefix="dflash-soak-")
-    drafter, kind = ((args.drafter, "given") if args.drafter
-                     else smollm2_drafter(model, os.path.join(workdir, "drafter")))
+    drafter, kind = (
+        (args.drafter, "given") if args.drafter else smollm2_drafter(model, os.path.join(workdir, "drafter"))
+    )
     tokenizer = AutoTokenizer.from_pretrained(model)
     files = [name if os.path.exists(name) else data_file(name) for name in args.datasets]
-    prompts = [list(p.input_ids) for path in files
-               for p in load_dataset(path, tokenizer, args.prompts_per_set)]
+    prompts = [
+        list(p.input_ids) for path in files for p in load_dataset(path, tokenizer, args.prompts_per_set)
+    ]
     plan = make_plan(prompts, args.requests, args.max_tokens, args.seed)
     flags = ["--max-total-tokens", str(args.max_total_tokens), "--random-seed", str(args.seed)]
 
@@ -66,16 +73,24 @@ def main(argv: list[str] | None = None) -> int:
         reference = reference_outputs(plain.base, plan, args.concurrency)
     finally:
         plain.shutdown()
-    dflash_flags = [*flags, "--enable-metrics", "--speculative-algorithm", "DFLASH",
-                    "--speculative-draft-model-path", drafter]
+    dflash_flags = [
+        *flags,
+        "--enable-metrics",
+        "--speculative-algorithm",
+        "DFLASH",
+        "--speculative-draft-model-path",
+        drafter,
+    ]
     server = CpuServer(model, dflash_flags, log_path=os.path.join(workdir, "dflash.log"))
     try:
         row, found = soak(server, plan, args.concurrency, reference)
     finally:
         server.shutdown()
 
-    print(f"\nSoak: DFLASH ({kind} drafter {drafter}) on CPU, {args.concurrency} clients, "
-          f"max_tokens 1..{args.max_tokens}")
+    print(
+        f"\nSoak: DFLASH ({kind} drafter {drafter}) on CPU, {args.concurrency} clients, "
+        f"max_tokens 1..{args.max_tokens}"
+    )
     print(format_table({f"DFLASH, {len(plan)} requests": row}))
     for problem in found[:50]:
         print("problem:", problem)

@@ -2,8 +2,9 @@
 
 The modules importable without SGLang (or a GPU) are the algorithm's reference:
 :mod:`.config` (drafter config), :mod:`.checkpoint` (safetensors format), :mod:`.draft_model`
-(pure PyTorch drafter), :mod:`.speculative` (block building and acceptance) and :mod:`.reference`
-(batched speculative generation against a Hugging Face target).  Everything that imports SGLang
+(pure PyTorch drafter), :mod:`.speculative` (block building, draft choice and acceptance; the
+glossary of the words used throughout) and :mod:`.reference` (batched speculative generation
+against a Hugging Face target).  Everything that imports SGLang
 lives in :mod:`sglang_dflash.serving` and is never imported from here.
 """
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from .config import DFlashConfig, config_error
+from .config import DRAFTER, DFlashConfig, config_error
 from .draft_model import DFlashDraftModel
 
 SINGLE_FILE = "model.safetensors"
@@ -27,6 +28,8 @@ _STRIPPED_PREFIXES = ("model.",)
 # Non-parameter buffers some exporters save (RoPE tables, recomputed from the config); SGLang's own
 # model loaders skip them too.  Anything else unexpected is still refused.
 IGNORED_SUFFIXES = ("rotary_emb.inv_freq", "rotary_emb.cos_cached", "rotary_emb.sin_cached")
+# The ``<where>`` of a tensor error.
+WEIGHTS = f"{DRAFTER} weights"
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +43,9 @@ def weight_files(directory: str) -> list[str]:
         return [os.path.join(directory, n) for n in names]
     files = sorted(n for n in os.listdir(directory) if n.endswith(".safetensors"))
     if not files:
-        raise config_error("draft model path", directory, "a directory with *.safetensors weights")
+        raise config_error(
+            "draft model path", directory, "a directory with *.safetensors weights", where=DRAFTER
+        )
     return [os.path.join(directory, n) for n in files]
 
 
@@ -48,12 +53,15 @@ def published_name(key: str) -> str:
     """A tensor's name in the published layout (some exporters wrap the drafter in ``model.``)."""
     for prefix in _STRIPPED_PREFIXES:
         if key.startswith(prefix):
-            return key[len(prefix):]
+            return key[len(prefix) :]
     return key
 
 
 def _read_files(directory: str, read) -> dict[str, Any]:
-    """``{published name: read(safe_open handle, key)}`` over all weight files, with one clear error per bad file."""
+    """``{published name: read(safe_open handle, key)}`` over all weight files.
+
+    A file safetensors cannot read raises one clear error naming it.
+    """
     out: dict[str, Any] = {}
     for file in weight_files(directory):
         try:
@@ -61,7 +69,9 @@ def _read_files(directory: str, read) -> dict[str, Any]:
                 for key in f.keys():
                     out[published_name(key)] = read(f, key)
         except Exception as e:  # safetensors raises its own error types
-            raise config_error("weights file", file, f"a readable safetensors file ({e})") from e
+            raise config_error(
+                "weights file", file, f"a readable safetensors file ({e})", where=DRAFTER
+            ) from e
     return out
 
 
@@ -86,22 +96,30 @@ def expected_shapes(config: DFlashConfig) -> dict[str, tuple[int, ...]]:
     }
     for n in range(config.num_hidden_layers):
         p = f"layers.{n}."
-        shapes.update({
-            p + "input_layernorm.weight": (h,),
-            p + "post_attention_layernorm.weight": (h,),
-            p + "self_attn.q_proj.weight": (q, h),
-            p + "self_attn.k_proj.weight": (kv, h),
-            p + "self_attn.v_proj.weight": (kv, h),
-            p + "self_attn.o_proj.weight": (h, q),
-            p + "self_attn.q_norm.weight": (d,),
-            p + "self_attn.k_norm.weight": (d,),
-            p + "mlp.gate_proj.weight": (i, h),
-            p + "mlp.up_proj.weight": (i, h),
-            p + "mlp.down_proj.weight": (h, i),
-        })
+        shapes.update(
+            {
+                p + "input_layernorm.weight": (h,),
+                p + "post_attention_layernorm.weight": (h,),
+                p + "self_attn.q_proj.weight": (q, h),
+                p + "self_attn.k_proj.weight": (kv, h),
+                p + "self_attn.v_proj.weight": (kv, h),
+                p + "self_attn.o_proj.weight": (h, q),
+                p + "self_attn.q_norm.weight": (d,),
+                p + "self_attn.k_norm.weight": (d,),
+                p + "mlp.gate_proj.weight": (i, h),
+                p + "mlp.up_proj.weight": (i, h),
+                p + "mlp.down_proj.weight": (h, i),
+            }
+        )
         if config.attention_bias:
-            shapes.update({p + "self_attn.q_proj.bias": (q,), p + "self_attn.k_proj.bias": (kv,),
-                           p + "self_attn.v_proj.bias": (kv,), p + "self_attn.o_proj.bias": (h,)})
+            shapes.update(
+                {
+                    p + "self_attn.q_proj.bias": (q,),
+                    p + "self_attn.k_proj.bias": (kv,),
+                    p + "self_attn.v_proj.bias": (kv,),
+                    p + "self_attn.o_proj.bias": (h,),
+                }
+            )
     return shapes
 
 
@@ -122,17 +140,30 @@ def check_shapes(config: DFlashConfig, shapes: dict[str, tuple[int, ...]]) -> No
         shapes = {k: v for k, v in shapes.items() if k not in ignored}
     missing = [k for k in expected if k not in shapes]
     if missing:
-        raise config_error("weights", f"missing {missing[:4]}{' ...' if len(missing) > 4 else ''}",
-                           f"all {len(expected)} drafter tensors of the published layout")
+        raise config_error(
+            "missing tensors",
+            missing[:4],
+            f"none ({len(missing)} of the {len(expected)} "
+            "drafter tensors of the published layout are missing)",
+            where=WEIGHTS,
+        )
     unexpected = sorted(k for k in shapes if k not in expected)
     if unexpected:
-        raise config_error("weights", f"unexpected {unexpected[:4]}",
-                           "only drafter tensors (no embed_tokens/lm_head: the target's are shared)")
+        raise config_error(
+            "unexpected tensors",
+            unexpected[:4],
+            "only drafter tensors (no embed_tokens/lm_head: the target's are shared)",
+            where=WEIGHTS,
+        )
     for name, shape in expected.items():
         got = tuple(shapes[name])
         if got != shape:
-            what = "[hidden_size, K*hidden_size] with K=len(target_layer_ids)" if name == "fc.weight" else "the config"
-            raise config_error(f"{name} shape", list(got), f"{list(shape)} from {what}")
+            source = (
+                "[hidden_size, K*hidden_size] with K=len(target_layer_ids)"
+                if name == "fc.weight"
+                else "config.json"
+            )
+            raise config_error(f"{name} shape", list(got), f"{list(shape)} from {source}", where=WEIGHTS)
 
 
 def check_state_dict(config: DFlashConfig, state: dict[str, Any]) -> None:

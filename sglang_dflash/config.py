@@ -3,8 +3,10 @@
 The published format (z-lab ``*-DFlash*`` checkpoints) is a Qwen3-style config with
 ``architectures: ["DFlashDraftModel"]``, ``block_size`` and ``num_target_layers`` at the top level
 (older files keep them inside ``dflash_config``), and ``dflash_config: {target_layer_ids,
-mask_token_id[, mask_token]}``.  Every violation raises :class:`DFlashConfigError` naming the
-field, the value and what was expected, before any weights are touched.
+mask_token_id[, mask_token]}``.  A :class:`DFlashConfig` is checked when constructed, whether read
+from config.json, built directly or copied with :meth:`DFlashConfig.replace`: every violation raises
+:class:`DFlashConfigError` as ``DFlash drafter config.json: <field> is <value>; expected <what>``,
+before any weights are touched.  ``to_dict``/``from_dict`` round-trip, the weights' dtype included.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ import dataclasses
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 DRAFT_ARCHITECTURE = "DFlashDraftModel"
 CONFIG_FILE = "config.json"
@@ -22,14 +25,40 @@ SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
 SUPPORTED_LAYER_TYPES = ("full_attention", "sliding_attention")
 # Weight dtypes a drafter may be saved in (config.json ``torch_dtype`` / ``dtype``).
 SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
+# The ``<where>`` of an error: what the user wrote or typed, so they know where to look.
+DRAFTER = "DFlash drafter"
+DRAFTER_CONFIG = f"{DRAFTER} {CONFIG_FILE}"
+TARGET_CONFIG = f"target {CONFIG_FILE}"
+SERVER = "sglang-dflash"
 
 # Keys this module owns; anything else in config.json is carried through ``extra`` untouched.
 _KNOWN_KEYS = {
-    "architectures", "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads",
-    "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size", "rms_norm_eps",
-    "rope_theta", "rope_scaling", "rope_parameters", "max_position_embeddings", "attention_bias",
-    "hidden_act", "layer_types", "sliding_window", "use_sliding_window", "block_size",
-    "num_target_layers", "dflash_config", "is_causal", "torch_dtype", "dtype", "tie_word_embeddings",
+    "architectures",
+    "model_type",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "rms_norm_eps",
+    "rope_theta",
+    "rope_scaling",
+    "rope_parameters",
+    "max_position_embeddings",
+    "attention_bias",
+    "hidden_act",
+    "layer_types",
+    "sliding_window",
+    "use_sliding_window",
+    "block_size",
+    "num_target_layers",
+    "dflash_config",
+    "is_causal",
+    "torch_dtype",
+    "dtype",
+    "tie_word_embeddings",
 }
 
 
@@ -37,9 +66,15 @@ class DFlashConfigError(ValueError):
     """A drafter config (or its weights) does not fit the DFlash format or the target."""
 
 
-def config_error(field_name: str, value: Any, expected: str) -> DFlashConfigError:
-    """One clear error: which field, which value, what was expected."""
-    return DFlashConfigError(f"DFlash drafter: {field_name}={value!r} is invalid; expected {expected}")
+def config_error(what: str, value: Any, expected: str, where: str | None = None) -> DFlashConfigError:
+    """``<where>: <what> is <value>; expected <expected>``.
+
+    ``where`` defaults to ``sglang-dflash`` for a server flag (``what`` starts with ``--``) and to
+    the drafter's config.json otherwise, so the message names what the user typed or wrote.
+    """
+    if where is None:
+        where = SERVER if what.startswith("--") else DRAFTER_CONFIG
+    return DFlashConfigError(f"{where}: {what} is {value!r}; expected {expected}")
 
 
 def default_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> list[int]:
@@ -49,22 +84,49 @@ def default_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> l
     (layer L-3); a single-layer drafter reads the middle layer.
     """
     if num_target_layers < 4:
-        raise config_error("num_target_layers", num_target_layers,
-                           "at least 4 to derive default target_layer_ids; set dflash_config.target_layer_ids")
+        raise config_error(
+            "num_target_layers",
+            num_target_layers,
+            "at least 4 to derive default target_layer_ids; set dflash_config.target_layer_ids",
+        )
     if num_draft_layers == 1:
         return [num_target_layers // 2]
     start, end = 1, num_target_layers - 3
     return [int(round(start + i * (end - start) / (num_draft_layers - 1))) for i in range(num_draft_layers)]
 
 
-def _require_int(d: Mapping[str, Any], key: str, minimum: int, label: str | None = None) -> int:
-    label = label or key
-    if key not in d:
-        raise config_error(label, None, f"an integer >= {minimum} (the field is missing)")
-    value = d[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+def _is_int(value: Any) -> bool:
+    """A JSON integer (``True`` is an int to Python, never to config.json)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_int(label: str, value: Any, minimum: int) -> None:
+    """Raise unless ``value`` is an integer >= ``minimum``."""
+    if not _is_int(value) or value < minimum:
         raise config_error(label, value, f"an integer >= {minimum}")
-    return value
+
+
+def _require_int(d: Mapping[str, Any], key: str, minimum: int) -> int:
+    """``d[key]``, checked, for the fields :meth:`DFlashConfig.from_dict` derives defaults from."""
+    if key not in d:
+        raise config_error(key, None, f"an integer >= {minimum} (the field is missing)")
+    _check_int(key, d[key], minimum)
+    return d[key]
+
+
+def _default_head_dim(d: Mapping[str, Any]) -> int:
+    """``hidden_size // num_attention_heads``: the Qwen3 default when config.json has no ``head_dim``."""
+    return _require_int(d, "hidden_size", 1) // _require_int(d, "num_attention_heads", 1)
+
+
+def _as_tuple(value: Any) -> Any:
+    """Lists (as JSON holds them) as tuples, so a config equals the one read back from its config.json."""
+    return tuple(value) if isinstance(value, (list, tuple)) else value
+
+
+def _shown(value: Any) -> Any:
+    """A tuple field as config.json writes it (a list), for error messages."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _parse_dtype(d: Mapping[str, Any]) -> str | None:
@@ -75,32 +137,69 @@ def _parse_dtype(d: Mapping[str, Any]) -> str | None:
         return None
     name = str(value).removeprefix("torch.")
     if name not in SUPPORTED_DTYPES:
+        # Checked here, not only at construction, to name the key this file used.
         raise config_error(key, value, f"one of {SUPPORTED_DTYPES}")
     return name
 
 
-def _parse_rope(d: Mapping[str, Any]) -> dict[str, Any]:
-    """Normalise legacy (rope_theta + rope_scaling) and transformers-5 (rope_parameters) forms."""
+def _parse_rope(d: Mapping[str, Any]) -> Any:
+    """Normalise legacy (rope_theta + rope_scaling) and transformers-5 (rope_parameters) forms.
+
+    Only the layout is normalised here; the values are checked by :func:`_check_rope` at construction.
+    """
     params = d.get("rope_parameters")
     if params is None:
         params = dict(d.get("rope_scaling") or {})
         params.setdefault("rope_theta", d.get("rope_theta", 10000.0))
+    if not isinstance(params, Mapping):
+        return params
     params = dict(params)
     rope_type = params.pop("rope_type", params.pop("type", "default"))
+    params.setdefault("rope_theta", d.get("rope_theta", 10000.0))
+    return {"rope_type": rope_type, **params}
+
+
+def _check_rope(params: Any) -> dict[str, Any]:
+    """``rope_parameters`` checked, with ``rope_theta`` as a float."""
+    if not isinstance(params, Mapping):
+        raise config_error("rope_parameters", params, "a JSON object")
+    rope_type = params.get("rope_type")
     if rope_type not in SUPPORTED_ROPE_TYPES:
         raise config_error("rope_parameters.rope_type", rope_type, f"one of {SUPPORTED_ROPE_TYPES}")
-    theta = params.get("rope_theta", d.get("rope_theta", 10000.0))
-    if not isinstance(theta, (int, float)) or theta <= 0:
+    theta = params.get("rope_theta")
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
         raise config_error("rope_theta", theta, "a positive number")
-    params["rope_theta"] = float(theta)
     if rope_type != "default" and "factor" not in params:
-        raise config_error(f"rope_parameters.factor ({rope_type} RoPE)", None, "a scaling factor")
-    return {"rope_type": rope_type, **params}
+        raise config_error("rope_parameters.factor", None, f"a scaling factor for {rope_type} RoPE")
+    return {**params, "rope_theta": float(theta)}
+
+
+def _check_target_layer_ids(ids: Any, num_target_layers: int) -> None:
+    """Distinct ascending ids of target layers whose hidden states SGLang can capture."""
+    if not isinstance(ids, tuple) or not ids or not all(_is_int(i) for i in ids):
+        raise config_error("dflash_config.target_layer_ids", _shown(ids), "a non-empty list of integers")
+    if list(ids) != sorted(set(ids)):
+        # SGLang captures target layers in ascending order: fc's input columns follow that order.
+        raise config_error(
+            "dflash_config.target_layer_ids", list(ids), "distinct layer ids in ascending order"
+        )
+    # HF hidden_states[id+1] is the output of layer `id`; the last layer's output is only seen
+    # after the final norm, and SGLang captures the input of layer id+1, so id <= L-2.
+    if any(not 0 <= i <= num_target_layers - 2 for i in ids):
+        raise config_error(
+            "dflash_config.target_layer_ids",
+            list(ids),
+            f"layer ids in [0, {num_target_layers - 2}] (num_target_layers={num_target_layers})",
+        )
 
 
 @dataclass(frozen=True)
 class DFlashConfig:
-    """Everything the drafter needs, parsed and self-consistent."""
+    """Everything the drafter needs, checked when constructed (however it is built) and self-consistent.
+
+    Field names are config.json's; ``target_layer_ids``, ``mask_token_id`` and ``mask_token`` live in
+    its ``dflash_config`` object.  An empty ``layer_types`` means full attention in every layer.
+    """
 
     hidden_size: int
     num_hidden_layers: int
@@ -114,7 +213,9 @@ class DFlashConfig:
     target_layer_ids: tuple[int, ...]
     mask_token_id: int
     rms_norm_eps: float = 1e-6
-    rope_parameters: dict[str, Any] = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 1e6})
+    rope_parameters: dict[str, Any] = field(
+        default_factory=lambda: {"rope_type": "default", "rope_theta": 1e6}
+    )
     max_position_embeddings: int = 40960
     attention_bias: bool = False
     hidden_act: str = "silu"
@@ -124,6 +225,69 @@ class DFlashConfig:
     mask_token: str | None = None
     dtype: str | None = None  # the dtype the weights are saved in ("bfloat16", ...); None if unknown
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Check every field; raise :class:`DFlashConfigError` naming the first bad config.json field."""
+        self._check_sizes()
+        # object.__setattr__: the dataclass is frozen; these only canonicalise what was given.
+        object.__setattr__(self, "target_layer_ids", _as_tuple(self.target_layer_ids))
+        _check_target_layer_ids(self.target_layer_ids, self.num_target_layers)
+        if not _is_int(self.mask_token_id) or not 0 <= self.mask_token_id < self.vocab_size:
+            raise config_error(
+                "dflash_config.mask_token_id", self.mask_token_id, f"an integer in [0, {self.vocab_size})"
+            )
+        if self.hidden_act != "silu":
+            raise config_error("hidden_act", self.hidden_act, '"silu" (gated SiLU MLP)')
+        object.__setattr__(
+            self, "layer_types", _as_tuple(self.layer_types) or ("full_attention",) * self.num_hidden_layers
+        )
+        self._check_layer_types()
+        eps = self.rms_norm_eps
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1 or math.isnan(eps):
+            raise config_error("rms_norm_eps", eps, "a small positive number")
+        object.__setattr__(self, "rope_parameters", _check_rope(self.rope_parameters))
+        if self.dtype is not None and self.dtype not in SUPPORTED_DTYPES:
+            raise config_error("dtype", self.dtype, f"one of {SUPPORTED_DTYPES}")
+
+    def _check_sizes(self) -> None:
+        """Integer sizes, and the head layout attention and RoPE need."""
+        for label, minimum in (
+            ("hidden_size", 1),
+            ("num_hidden_layers", 1),
+            ("num_attention_heads", 1),
+            ("num_key_value_heads", 1),
+        ):
+            _check_int(label, getattr(self, label), minimum)
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise config_error(
+                "num_key_value_heads",
+                self.num_key_value_heads,
+                f"a divisor of num_attention_heads={self.num_attention_heads}",
+            )
+        _check_int("head_dim", self.head_dim, 2)
+        if self.head_dim % 2:
+            raise config_error("head_dim", self.head_dim, "an even number (RoPE rotates pairs)")
+        for label, minimum in (
+            ("intermediate_size", 1),
+            ("vocab_size", 1),
+            ("block_size", 2),
+            ("num_target_layers", 1),
+        ):
+            _check_int(label, getattr(self, label), minimum)
+
+    def _check_layer_types(self) -> None:
+        """One supported type per draft layer; sliding layers need a window."""
+        types = self.layer_types
+        if (
+            not isinstance(types, tuple)
+            or len(types) != self.num_hidden_layers
+            or any(t not in SUPPORTED_LAYER_TYPES for t in types)
+        ):
+            raise config_error(
+                "layer_types", _shown(types), f"{self.num_hidden_layers} entries from {SUPPORTED_LAYER_TYPES}"
+            )
+        if "sliding_attention" in types:
+            _check_int("sliding_window", self.sliding_window, 1)
 
     # ------------------------------------------------------------------ derived
     @property
@@ -142,86 +306,46 @@ class DFlashConfig:
 
     # ------------------------------------------------------------------ reading
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "DFlashConfig":
-        """Parse a config.json dictionary; raise :class:`DFlashConfigError` on the first bad field."""
+    def from_dict(cls, d: Mapping[str, Any]) -> DFlashConfig:
+        """Parse a config.json dictionary; raise :class:`DFlashConfigError` on the first bad field.
+
+        Parsing maps the file's layout onto the fields and fills the defaults the published format
+        derives (``head_dim``, ``target_layer_ids``); the values are checked at construction.
+        """
         if not isinstance(d, Mapping):
-            raise config_error(CONFIG_FILE, type(d).__name__, "a JSON object")
+            raise config_error("top level", type(d).__name__, "a JSON object")
         archs = d.get("architectures")
         if not isinstance(archs, list) or DRAFT_ARCHITECTURE not in archs:
             raise config_error("architectures", archs, f'a list containing "{DRAFT_ARCHITECTURE}"')
         dflash = d.get("dflash_config") or {}
         if not isinstance(dflash, Mapping):
             raise config_error("dflash_config", dflash, "a JSON object")
+        # Older files keep block_size and num_target_layers inside dflash_config; the top level wins.
         merged = {**dflash, **{k: v for k, v in d.items() if k != "dflash_config"}}
-
-        hidden_size = _require_int(d, "hidden_size", 1)
-        num_layers = _require_int(d, "num_hidden_layers", 1)
-        num_heads = _require_int(d, "num_attention_heads", 1)
-        num_kv_heads = _require_int({"num_key_value_heads": num_heads, **d}, "num_key_value_heads", 1)
-        if num_heads % num_kv_heads:
-            raise config_error("num_key_value_heads", num_kv_heads, f"a divisor of num_attention_heads={num_heads}")
-        head_dim = d.get("head_dim") or hidden_size // num_heads
-        _require_int({"head_dim": head_dim}, "head_dim", 2)
-        if head_dim % 2:
-            raise config_error("head_dim", head_dim, "an even number (RoPE rotates pairs)")
-        intermediate = _require_int(d, "intermediate_size", 1)
-        vocab_size = _require_int(d, "vocab_size", 1)
-        block_size = _require_int(merged, "block_size", 2)
-        num_target_layers = _require_int(merged, "num_target_layers", 1)
-
         ids = merged.get("target_layer_ids")
         if ids is None:
-            ids = default_target_layer_ids(num_target_layers, num_layers)
-        if (not isinstance(ids, (list, tuple)) or not ids
-                or any(isinstance(i, bool) or not isinstance(i, int) for i in ids)):
-            raise config_error("dflash_config.target_layer_ids", ids, "a non-empty list of integers")
-        if list(ids) != sorted(set(ids)):
-            # SGLang captures target layers in ascending order: fc's input columns follow that order.
-            raise config_error("dflash_config.target_layer_ids", list(ids), "distinct layer ids in ascending order")
-        # HF hidden_states[id+1] is the output of layer `id`; the last layer's output is only seen
-        # after the final norm, and SGLang captures the input of layer id+1, so id <= L-2.
-        bad = [i for i in ids if not 0 <= i <= num_target_layers - 2]
-        if bad:
-            raise config_error("dflash_config.target_layer_ids", list(ids),
-                               f"layer ids in [0, {num_target_layers - 2}] (num_target_layers={num_target_layers})")
-
-        mask_token_id = merged.get("mask_token_id")
-        if isinstance(mask_token_id, bool) or not isinstance(mask_token_id, int) or not 0 <= mask_token_id < vocab_size:
-            raise config_error("dflash_config.mask_token_id", mask_token_id, f"an integer in [0, {vocab_size})")
-
-        hidden_act = d.get("hidden_act", "silu")
-        if hidden_act != "silu":
-            raise config_error("hidden_act", hidden_act, '"silu" (gated SiLU MLP)')
-        layer_types = tuple(d.get("layer_types") or ["full_attention"] * num_layers)
-        if len(layer_types) != num_layers or any(t not in SUPPORTED_LAYER_TYPES for t in layer_types):
-            raise config_error("layer_types", list(layer_types),
-                               f"{num_layers} entries from {SUPPORTED_LAYER_TYPES}")
-        sliding_window = d.get("sliding_window")
-        if "sliding_attention" in layer_types:
-            _require_int(d, "sliding_window", 1)
-        eps = d.get("rms_norm_eps", 1e-6)
-        if not isinstance(eps, (int, float)) or not (0 < eps < 1) or math.isnan(eps):
-            raise config_error("rms_norm_eps", eps, "a small positive number")
-
+            ids = default_target_layer_ids(
+                _require_int(merged, "num_target_layers", 1), _require_int(d, "num_hidden_layers", 1)
+            )
         return cls(
-            hidden_size=hidden_size,
-            num_hidden_layers=num_layers,
-            num_attention_heads=num_heads,
-            num_key_value_heads=num_kv_heads,
-            head_dim=int(head_dim),
-            intermediate_size=intermediate,
-            vocab_size=vocab_size,
-            block_size=block_size,
-            num_target_layers=num_target_layers,
-            target_layer_ids=tuple(ids),
-            mask_token_id=mask_token_id,
-            rms_norm_eps=float(eps),
+            hidden_size=d.get("hidden_size"),
+            num_hidden_layers=d.get("num_hidden_layers"),
+            num_attention_heads=d.get("num_attention_heads"),
+            num_key_value_heads=d.get("num_key_value_heads", d.get("num_attention_heads")),
+            head_dim=d.get("head_dim") or _default_head_dim(d),
+            intermediate_size=d.get("intermediate_size"),
+            vocab_size=d.get("vocab_size"),
+            block_size=merged.get("block_size"),
+            num_target_layers=merged.get("num_target_layers"),
+            target_layer_ids=ids,
+            mask_token_id=merged.get("mask_token_id"),
+            rms_norm_eps=d.get("rms_norm_eps", 1e-6),
             rope_parameters=_parse_rope(d),
             max_position_embeddings=int(d.get("max_position_embeddings", 40960)),
             attention_bias=bool(d.get("attention_bias", False)),
-            hidden_act=hidden_act,
-            layer_types=layer_types,
-            sliding_window=sliding_window,
+            hidden_act=d.get("hidden_act", "silu"),
+            layer_types=d.get("layer_types") or (),
+            sliding_window=d.get("sliding_window"),
             is_causal=d.get("is_causal"),
             mask_token=dflash.get("mask_token"),
             dtype=_parse_dtype(d),
@@ -229,24 +353,30 @@ class DFlashConfig:
         )
 
     @classmethod
-    def from_pretrained(cls, path: str | os.PathLike) -> "DFlashConfig":
+    def from_pretrained(cls, path: str | os.PathLike) -> DFlashConfig:
         """Read ``config.json`` from a drafter directory (or the file itself)."""
         path = os.fspath(path)
         file = os.path.join(path, CONFIG_FILE) if os.path.isdir(path) else path
         if not os.path.exists(file):
-            raise config_error("draft model path", path, f"a directory containing {CONFIG_FILE}")
+            raise config_error(
+                "draft model path", path, f"a directory containing {CONFIG_FILE}", where=DRAFTER
+            )
         try:
             with open(file, encoding="utf-8") as f:
                 raw = json.load(f)
         except (OSError, json.JSONDecodeError) as e:
-            raise config_error(CONFIG_FILE, file, f"a readable JSON file ({e})") from e
+            raise config_error(
+                f"{CONFIG_FILE} file", file, f"a readable JSON file ({e})", where=DRAFTER
+            ) from e
         return cls.from_dict(raw)
 
     # ------------------------------------------------------------------ writing
     def to_dict(self) -> dict[str, Any]:
         """The published layout: Qwen3 fields, top-level block_size/num_target_layers, dflash_config."""
         rope = dict(self.rope_parameters)
-        legacy_scaling = None if rope["rope_type"] == "default" else {k: v for k, v in rope.items() if k != "rope_theta"}
+        legacy_scaling = (
+            None if rope["rope_type"] == "default" else {k: v for k, v in rope.items() if k != "rope_theta"}
+        )
         dflash_config: dict[str, Any] = {
             "target_layer_ids": list(self.target_layer_ids),
             "mask_token_id": self.mask_token_id,
@@ -287,6 +417,7 @@ class DFlashConfig:
         return out
 
     def save(self, directory: str | os.PathLike) -> str:
+        """Write ``directory/config.json``; returns its path."""
         os.makedirs(directory, exist_ok=True)
         file = os.path.join(directory, CONFIG_FILE)
         with open(file, "w", encoding="utf-8") as f:
@@ -294,13 +425,9 @@ class DFlashConfig:
             f.write("\n")
         return file
 
-    def replace(self, **changes: Any) -> "DFlashConfig":
-        """A copy with some fields changed, re-validated through the same parser."""
-        current = self.to_dict()
-        flat = _flatten_changes(changes)
-        if "dflash_config" in flat:
-            flat["dflash_config"] = {**current["dflash_config"], **flat["dflash_config"]}
-        return DFlashConfig.from_dict({**current, **flat})
+    def replace(self, **changes: Any) -> DFlashConfig:
+        """A copy with some fields changed (dataclass field names), checked as any construction is."""
+        return dataclasses.replace(self, **changes)
 
     # ------------------------------------------------------------------ target fit
     def validate_against_target(self, target_config: Any) -> None:
@@ -312,36 +439,24 @@ class DFlashConfig:
         if self.hidden_size != t_hidden:
             raise config_error("hidden_size", self.hidden_size, f"the target's hidden_size={t_hidden}")
         if self.num_target_layers != t_layers:
-            raise config_error("num_target_layers", self.num_target_layers,
-                               f"the target's num_hidden_layers={t_layers}")
+            raise config_error(
+                "num_target_layers", self.num_target_layers, f"the target's num_hidden_layers={t_layers}"
+            )
         bad = [i for i in self.target_layer_ids if not 0 <= i <= t_layers - 2]
         if bad:
-            raise config_error("dflash_config.target_layer_ids", list(self.target_layer_ids),
-                               f"layer ids in [0, {t_layers - 2}] for a target with {t_layers} layers")
+            raise config_error(
+                "dflash_config.target_layer_ids",
+                list(self.target_layer_ids),
+                f"layer ids in [0, {t_layers - 2}] for a target with {t_layers} layers",
+            )
         if self.vocab_size != t_vocab:
             raise config_error("vocab_size", self.vocab_size, f"the target's vocab_size={t_vocab}")
         if not 0 <= self.mask_token_id < t_vocab:
-            raise config_error("dflash_config.mask_token_id", self.mask_token_id,
-                               f"a token id inside the target vocab [0, {t_vocab})")
-
-
-def _flatten_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
-    """Map dataclass field names onto config.json keys for :meth:`DFlashConfig.replace`."""
-    out: dict[str, Any] = {}
-    dflash: dict[str, Any] = {}
-    for key, value in changes.items():
-        if key in ("target_layer_ids", "mask_token_id", "mask_token"):
-            dflash[key] = list(value) if key == "target_layer_ids" else value
-        elif key == "rope_parameters":
-            out["rope_theta"] = value["rope_theta"]
-            out["rope_scaling"] = None if value["rope_type"] == "default" else dict(value)
-        elif key in {f.name for f in dataclasses.fields(DFlashConfig)}:
-            out[key] = list(value) if isinstance(value, tuple) else value
-        else:
-            raise TypeError(f"DFlashConfig has no field {key!r}")
-    if dflash:
-        out["dflash_config"] = dflash
-    return out
+            raise config_error(
+                "dflash_config.mask_token_id",
+                self.mask_token_id,
+                f"a token id inside the target vocab [0, {t_vocab})",
+            )
 
 
 def _text_config(target_config: Any) -> Any:
@@ -355,7 +470,7 @@ def _text_config(target_config: Any) -> Any:
 def _target_field(target: Any, name: str) -> int:
     value = target.get(name) if isinstance(target, Mapping) else getattr(target, name, None)
     if not isinstance(value, int):
-        raise config_error(f"target {name}", value, "an integer in the target model's config")
+        raise config_error(name, value, "an integer in the target model's config", where=TARGET_CONFIG)
     return value
 
 
@@ -373,7 +488,10 @@ def draft_config_for_target(
     """
     t = _text_config(target_config)
     head_dim = getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads
-    rope = getattr(t, "rope_parameters", None) or {"rope_type": "default", "rope_theta": getattr(t, "rope_theta", 10000.0)}
+    rope = getattr(t, "rope_parameters", None) or {
+        "rope_type": "default",
+        "rope_theta": getattr(t, "rope_theta", 10000.0),
+    }
     raw: dict[str, Any] = {
         "architectures": [DRAFT_ARCHITECTURE],
         "hidden_size": t.hidden_size,

@@ -19,8 +19,13 @@ from types import SimpleNamespace
 from typing import Any
 
 # (name printed, distribution name): what the serving stack is made of.
-PACKAGES = (("sglang", "sglang"), ("torch", "torch"), ("triton", "triton"),
-            ("flashinfer", "flashinfer-python"), ("sgl-kernel", "sglang-kernel"))
+PACKAGES = (
+    ("sglang", "sglang"),
+    ("torch", "torch"),
+    ("triton", "triton"),
+    ("flashinfer", "flashinfer-python"),
+    ("sgl-kernel", "sglang-kernel"),
+)
 PLUGIN_GROUP, PLUGIN_NAME = "sglang.srt.plugins", "dflash"
 PLUGIN_VALUE = "sglang_dflash.serving.plugin:register"
 # What the startup checks and SGLang's plugin loading raise: reported as a failed verdict.
@@ -62,12 +67,17 @@ def plugin_verdict() -> Verdict:
     declared = {ep.name: ep.value for ep in metadata.entry_points(group=PLUGIN_GROUP)}
     if declared.get(PLUGIN_NAME) != PLUGIN_VALUE:
         found = declared.get(PLUGIN_NAME)
-        return Verdict(name, False, f"entry point {PLUGIN_GROUP}:{PLUGIN_NAME} is {found!r}; "
-                                    f"expected {PLUGIN_VALUE!r} (reinstall sglang-dflash)")
+        return Verdict(
+            name,
+            False,
+            f"entry point {PLUGIN_GROUP}:{PLUGIN_NAME} is {found!r}; "
+            f"expected {PLUGIN_VALUE!r} (reinstall sglang-dflash)",
+        )
     allowed = [x.strip() for x in os.environ.get("SGLANG_PLUGINS", "").split(",") if x.strip()]
     if allowed and PLUGIN_NAME not in allowed:
-        return Verdict(name, False,
-                       f"SGLANG_PLUGINS is {','.join(allowed)!r}; expected it to include {PLUGIN_NAME!r}")
+        return Verdict(
+            name, False, f"SGLANG_PLUGINS is {','.join(allowed)!r}; expected it to include {PLUGIN_NAME!r}"
+        )
     try:
         from sglang.srt.plugins import load_plugins
 
@@ -78,8 +88,9 @@ def plugin_verdict() -> Verdict:
     except (*CHECK_ERRORS, plugin_error()) as e:
         return Verdict(name, False, f"SGLang could not load the plugin: {e}")
     if not installed:
-        return Verdict(name, False,
-                       f"hook on {plugin.CREATE_WORKER} is not installed; expected it after load_plugins()")
+        return Verdict(
+            name, False, f"hook on {plugin.CREATE_WORKER} is not installed; expected it after load_plugins()"
+        )
     return Verdict(name, True, f"{PLUGIN_GROUP}:{PLUGIN_NAME} -> {PLUGIN_VALUE}, hooks installed")
 
 
@@ -100,8 +111,11 @@ def implementation_verdict() -> Verdict:
         return Verdict("DFLASH implementation", False, str(e))
     from . import __version__
 
-    detail = (f"SGLang built-in ({IMPL_ENV}={BUILTIN})" if impl == BUILTIN
-              else f"sglang-dflash {__version__} (set {IMPL_ENV}={BUILTIN} for SGLang's built-in)")
+    detail = (
+        f"SGLang built-in ({IMPL_ENV}={BUILTIN})"
+        if impl == BUILTIN
+        else f"sglang-dflash {__version__} (set {IMPL_ENV}={BUILTIN} for SGLang's built-in)"
+    )
     return Verdict("DFLASH implementation", True, detail)
 
 
@@ -119,11 +133,12 @@ def _run(name: str, check: Callable[[], str]) -> Verdict:
         return Verdict(name, False, str(e))
 
 
-def pair_verdicts(target: str, drafter: str, num_draft_tokens: int | None = None,
-                  drafter_revision: str | None = None) -> list[Verdict]:
+def pair_verdicts(
+    target: str, drafter: str, num_draft_tokens: int | None = None, drafter_revision: str | None = None
+) -> list[Verdict]:
     """Every startup check of ``--model-path target --speculative-draft-model-path drafter``, in order."""
     from .checkpoint import check_shapes, read_shapes
-    from .config import DFlashConfig, config_error
+    from .config import DFlashConfig
     from .serving import validation
 
     found: dict[str, Any] = {}
@@ -139,8 +154,10 @@ def pair_verdicts(target: str, drafter: str, num_draft_tokens: int | None = None
 
     def drafter_config() -> str:
         config = found["drafter config"] = DFlashConfig.from_pretrained(need("drafter directory"))
-        return (f"block_size={config.block_size}, {config.num_hidden_layers} draft layers reading target "
-                f"layers {list(config.target_layer_ids)}, mask_token_id={config.mask_token_id}")
+        return (
+            f"block_size={config.block_size}, {config.num_hidden_layers} draft layers reading target "
+            f"layers {list(config.target_layer_ids)}, mask_token_id={config.mask_token_id}"
+        )
 
     def target_config() -> str:
         args = SimpleNamespace(model_path=target, trust_remote_code=False, revision=None)
@@ -176,17 +193,12 @@ def pair_verdicts(target: str, drafter: str, num_draft_tokens: int | None = None
 
     def draft_layers() -> str:
         config = need("drafter config")
-        sliding = [i for i in range(config.num_hidden_layers) if config.layer_is_sliding(i)]
-        if sliding:
-            raise config_error("layer_types", list(config.layer_types),
-                               "full_attention layers only in the SGLang worker")
+        validation.check_full_attention_layers(config)
         return f"{config.num_hidden_layers} full-attention layers"
 
     def block_size() -> str:
         config = need("drafter config")
-        if num_draft_tokens is not None and num_draft_tokens != config.block_size:
-            raise config_error("--speculative-num-draft-tokens", num_draft_tokens,
-                               f"the drafter's block_size={config.block_size} (or leave it unset)")
+        validation.check_block_size_flag("--speculative-num-draft-tokens", num_draft_tokens, config)
         agrees = ", agrees with --speculative-num-draft-tokens" if num_draft_tokens is not None else ""
         return f"{config.block_size} (>= 2{agrees})"
 
@@ -194,30 +206,49 @@ def pair_verdicts(target: str, drafter: str, num_draft_tokens: int | None = None
         saved = need("drafter config").dtype or "unknown"
         config = need("target config")
         target_dtype = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None))
-        return (f"drafter saved in {saved}, target in {target_dtype.removeprefix('torch.')}; "
-                "the drafter always runs in the target's dtype")
+        return (
+            f"drafter saved in {saved}, target in {target_dtype.removeprefix('torch.')}; "
+            "the drafter always runs in the target's dtype"
+        )
 
-    checks = [("drafter path", drafter_path), ("drafter config.json", drafter_config),
-              ("target config.json", target_config), ("drafter fits target", fits_target),
-              ("attention-only target", attention_only), ("target captures hidden states", captures),
-              ("drafter weights", weights), ("draft layers", draft_layers), ("block size", block_size),
-              ("dtype", dtype)]
+    checks = [
+        ("drafter path", drafter_path),
+        ("drafter config.json", drafter_config),
+        ("target config.json", target_config),
+        ("drafter fits target", fits_target),
+        ("attention-only target", attention_only),
+        ("target captures hidden states", captures),
+        ("drafter weights", weights),
+        ("draft layers", draft_layers),
+        ("block size", block_size),
+        ("dtype", dtype),
+    ]
     return [_run(name, check) for name, check in checks]
 
 
 # ----------------------------------------------------------------------------- report
-def diagnose(target: str | None = None, drafter: str | None = None,
-             num_draft_tokens: int | None = None) -> dict:
+def diagnose(
+    target: str | None = None, drafter: str | None = None, num_draft_tokens: int | None = None
+) -> dict:
     """Everything ``doctor`` reports, as a JSON-ready dict; ``ok`` is False when any check failed."""
     verdicts = [plugin_verdict(), implementation_verdict()]
     if target or drafter:
         if not (target and drafter):
-            verdicts.append(Verdict("pair", False, f"--target is {target!r} and --drafter is {drafter!r}; "
-                                                   "expected both or neither"))
+            verdicts.append(
+                Verdict(
+                    "pair",
+                    False,
+                    f"doctor: --target is {target!r} and --drafter is {drafter!r}; expected both or neither",
+                )
+            )
         else:
             verdicts += pair_verdicts(target, drafter, num_draft_tokens)
-    return {"versions": package_versions(), "device": device_description(),
-            "checks": [dataclasses.asdict(v) for v in verdicts], "ok": all(v.ok for v in verdicts)}
+    return {
+        "versions": package_versions(),
+        "device": device_description(),
+        "checks": [dataclasses.asdict(v) for v in verdicts],
+        "ok": all(v.ok for v in verdicts),
+    }
 
 
 def format_report(report: dict) -> str:

@@ -59,12 +59,15 @@ def rope_inv_freq(head_dim: int, rope_parameters: dict) -> torch.Tensor:
 
 def cos_sin_cache(head_dim: int, rope_parameters: dict, max_positions: int) -> torch.Tensor:
     """SGLang's RoPE cache layout: [max_positions, head_dim] = [cos | sin] of position * inv_freq."""
-    freqs = torch.arange(max_positions, dtype=torch.float32)[:, None] * rope_inv_freq(head_dim, rope_parameters)[None, :]
+    freqs = (
+        torch.arange(max_positions, dtype=torch.float32)[:, None]
+        * rope_inv_freq(head_dim, rope_parameters)[None, :]
+    )
     return torch.cat([freqs.cos(), freqs.sin()], dim=-1)
 
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
-    """Rotate ``x`` [B, heads, T, D] by absolute ``positions`` [B, T] (rotate-half convention)."""
+    """Rotate ``x`` [bs, heads, T, D] by absolute ``positions`` [bs, T] (rotate-half convention)."""
     angles = positions.to(torch.float32)[:, None, :, None] * inv_freq.to(x.device)[None, None, None, :]
     emb = torch.cat([angles, angles], dim=-1)
     cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
@@ -90,7 +93,11 @@ class DFlashAttention(nn.Module):
     def __init__(self, config: DFlashConfig) -> None:
         super().__init__()
         h, d = config.hidden_size, config.head_dim
-        self.num_heads, self.num_kv_heads, self.head_dim = config.num_attention_heads, config.num_key_value_heads, d
+        self.num_heads, self.num_kv_heads, self.head_dim = (
+            config.num_attention_heads,
+            config.num_key_value_heads,
+            d,
+        )
         self.q_proj = nn.Linear(h, self.num_heads * d, bias=config.attention_bias)
         self.k_proj = nn.Linear(h, self.num_kv_heads * d, bias=config.attention_bias)
         self.v_proj = nn.Linear(h, self.num_kv_heads * d, bias=config.attention_bias)
@@ -101,8 +108,10 @@ class DFlashAttention(nn.Module):
     def _heads(self, x: torch.Tensor, n: int) -> torch.Tensor:
         return x.view(*x.shape[:-1], n, self.head_dim).transpose(1, 2)
 
-    def key_value(self, x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """K (k_norm + RoPE) and V of ``x`` [B, T, H]: used for context features and block tokens alike."""
+    def key_value(
+        self, x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """K (k_norm + RoPE) and V of ``x`` [bs, T, H]: used for context features and block tokens alike."""
         k = apply_rope(self.k_norm(self._heads(self.k_proj(x), self.num_kv_heads)), positions, inv_freq)
         return k, self._heads(self.v_proj(x), self.num_kv_heads)
 
@@ -118,7 +127,9 @@ class DFlashAttention(nn.Module):
         k_blk, v_blk = self.key_value(x, positions, inv_freq)
         k = torch.cat([context_kv[0].to(k_blk.dtype), k_blk], dim=2)
         v = torch.cat([context_kv[1].to(v_blk.dtype), v_blk], dim=2)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=self.num_heads != self.num_kv_heads)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, enable_gqa=self.num_heads != self.num_kv_heads
+        )
         return self.o_proj(out.transpose(1, 2).reshape(*x.shape[:-1], -1))
 
 
@@ -136,17 +147,17 @@ class DFlashDecoderLayer(nn.Module):
 
 
 def left_pack_order(valid: torch.Tensor) -> torch.Tensor:
-    """Column order [B, W] that left-pads every row of ``valid`` [B, T], keeping valid entries in order.
+    """Column order [bs, W] that left-pads every row of ``valid`` [bs, T], keeping valid entries in order.
 
     W is the largest number of valid entries in a row; columns no row needs are dropped.
     """
     width = int(valid.sum(1).max().item()) if valid.numel() else 0
     # A stable sort puts invalid entries first and keeps the valid ones in their original order.
-    return torch.sort(valid.to(torch.int8), dim=1, stable=True).indices[:, valid.shape[1] - width:]
+    return torch.sort(valid.to(torch.int8), dim=1, stable=True).indices[:, valid.shape[1] - width :]
 
 
 def gather_kv_columns(kv: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
-    """Reorder the sequence axis of a K or V tensor [B, heads, T, D] per row by ``order`` [B, W]."""
+    """Reorder the sequence axis of a K or V tensor [bs, heads, T, D] per row by ``order`` [bs, W]."""
     return kv.gather(2, order[:, None, :, None].expand(-1, kv.shape[1], -1, kv.shape[3]))
 
 
@@ -160,15 +171,21 @@ class DraftContextCache:
 
     keys: list[torch.Tensor]
     values: list[torch.Tensor]
-    valid: torch.Tensor  # [B, T] bool
-    positions: torch.Tensor  # [B, T] long
+    valid: torch.Tensor  # [bs, T] bool
+    positions: torch.Tensor  # [bs, T] long
     _appends_since_compact: int = field(default=0, repr=False)
 
     @property
     def length(self) -> int:
         return self.valid.shape[1]
 
-    def append(self, keys: list[torch.Tensor], values: list[torch.Tensor], valid: torch.Tensor, positions: torch.Tensor) -> None:
+    def append(
+        self,
+        keys: list[torch.Tensor],
+        values: list[torch.Tensor],
+        valid: torch.Tensor,
+        positions: torch.Tensor,
+    ) -> None:
         self.keys = [torch.cat([a, b], dim=2) for a, b in zip(self.keys, keys)]
         self.values = [torch.cat([a, b], dim=2) for a, b in zip(self.values, values)]
         self.valid = torch.cat([self.valid, valid], dim=1)
@@ -203,7 +220,9 @@ class DFlashDraftModel(nn.Module):
         self.hidden_norm = RMSNorm(h, config.rms_norm_eps)
         self.layers = nn.ModuleList(DFlashDecoderLayer(config) for _ in range(config.num_hidden_layers))
         self.norm = RMSNorm(h, config.rms_norm_eps)
-        self.register_buffer("inv_freq", rope_inv_freq(config.head_dim, config.rope_parameters), persistent=False)
+        self.register_buffer(
+            "inv_freq", rope_inv_freq(config.head_dim, config.rope_parameters), persistent=False
+        )
 
     @property
     def block_size(self) -> int:
@@ -215,7 +234,9 @@ class DFlashDraftModel(nn.Module):
 
     # --------------------------------------------------------------- context
     @staticmethod
-    def select_target_features(hidden_states: tuple[torch.Tensor, ...], layer_ids: tuple[int, ...]) -> torch.Tensor:
+    def select_target_features(
+        hidden_states: tuple[torch.Tensor, ...], layer_ids: tuple[int, ...]
+    ) -> torch.Tensor:
         """Concat HF ``hidden_states[id + 1]`` (the output of target layer ``id``) over the chosen layers."""
         return torch.cat([hidden_states[i + 1] for i in layer_ids], dim=-1)
 
@@ -223,8 +244,10 @@ class DFlashDraftModel(nn.Module):
         """[.., K*H] concatenated target hidden states -> [.., H] context feature (fc + RMSNorm)."""
         return self.hidden_norm(self.fc(target_features.to(self.fc.weight.dtype)))
 
-    def context_kv(self, context: torch.Tensor, positions: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Each layer's K/V of projected context features [B, T, H] at ``positions`` [B, T]."""
+    def context_kv(
+        self, context: torch.Tensor, positions: torch.Tensor
+    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Each layer's K/V of projected context features [bs, T, H] at ``positions`` [bs, T]."""
         return [layer.self_attn.key_value(context, positions, self.inv_freq) for layer in self.layers]
 
     def new_cache(self, batch_size: int, device: torch.device | str, dtype: torch.dtype) -> DraftContextCache:
@@ -237,7 +260,13 @@ class DFlashDraftModel(nn.Module):
             positions=torch.zeros(batch_size, 0, dtype=torch.long, device=device),
         )
 
-    def extend_cache(self, cache: DraftContextCache, target_features: torch.Tensor, valid: torch.Tensor, positions: torch.Tensor) -> None:
+    def extend_cache(
+        self,
+        cache: DraftContextCache,
+        target_features: torch.Tensor,
+        valid: torch.Tensor,
+        positions: torch.Tensor,
+    ) -> None:
         """Project newly committed tokens' target features and append their K/V to ``cache``."""
         kv = self.context_kv(self.project_context(target_features), positions)
         cache.append([k for k, _ in kv], [v for _, v in kv], valid, positions)
@@ -250,9 +279,9 @@ class DFlashDraftModel(nn.Module):
         context_visible: torch.Tensor,
         query_block: torch.Tensor | None = None,
     ) -> dict[bool, dict[bool, torch.Tensor]]:
-        """Boolean masks [B, 1, S, T+S] keyed by (is_sliding, is_causal).
+        """Boolean masks [bs, 1, block_size, T + block_size] keyed by (is_sliding, is_causal).
 
-        A query sees the context entries in ``context_visible`` [B, S, T] and the queries of its own
+        A query sees the context entries in ``context_visible`` [bs, block_size, T] and the queries of its own
         block (``query_block`` ids, default: one block per row); sliding layers further restrict by
         distance and are causal inside the block unless the config says otherwise.
         """
@@ -283,15 +312,17 @@ class DFlashDraftModel(nn.Module):
         context_kv: list[tuple[torch.Tensor, torch.Tensor]],
         masks: dict[bool, dict[bool, torch.Tensor]],
     ) -> torch.Tensor:
-        """Denoise the block(s) in one pass; returns final-norm hidden states [B, S, H]."""
+        """Denoise the block(s) in one pass; returns final-norm hidden states [bs, block_size, H]."""
         x = block_embeds.to(self.fc.weight.dtype)
         for idx, layer in enumerate(self.layers):
             mask = masks[self.config.layer_is_sliding(idx)][self.config.layer_is_causal(idx)]
             x = layer(x, block_positions, context_kv[idx], mask, self.inv_freq)
         return self.norm(x)
 
-    def draft_block(self, block_embeds: torch.Tensor, block_positions: torch.Tensor, cache: DraftContextCache) -> torch.Tensor:
-        """Inference: one block per row over the cached context; hidden states [B, S, H]."""
+    def draft_block(
+        self, block_embeds: torch.Tensor, block_positions: torch.Tensor, cache: DraftContextCache
+    ) -> torch.Tensor:
+        """Inference: one block per row over the cached context; hidden states [bs, block_size, H]."""
         block_start = block_positions[:, :1]
         visible = cache.valid & (cache.positions < block_start)
         visible = visible[:, None, :].expand(-1, block_positions.shape[1], -1)

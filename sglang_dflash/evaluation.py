@@ -16,8 +16,8 @@ ours must be no worse than plain decoding under the same margin.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import torch
 
@@ -35,7 +35,10 @@ def teacher_forced_gaps(
     device = model.get_input_embeddings().weight.device
     gaps: list[torch.Tensor] = []
     for start in range(0, len(prompts), batch_size):
-        rows = [list(p) + list(o) for p, o in zip(prompts[start:start + batch_size], outputs[start:start + batch_size])]
+        rows = [
+            list(p) + list(o)
+            for p, o in zip(prompts[start : start + batch_size], outputs[start : start + batch_size])
+        ]
         width = max(map(len, rows))
         ids = torch.zeros(len(rows), width, dtype=torch.long)
         mask = torch.zeros(len(rows), width, dtype=torch.long)
@@ -43,11 +46,13 @@ def teacher_forced_gaps(
             ids[r, : len(row)] = torch.tensor(row)
             mask[r, : len(row)] = 1
         logits = model(ids.to(device), attention_mask=mask.to(device)).logits.float()
-        for r, (prompt, output) in enumerate(zip(prompts[start:start + batch_size], outputs[start:start + batch_size])):
+        for r, (prompt, output) in enumerate(
+            zip(prompts[start : start + batch_size], outputs[start : start + batch_size])
+        ):
             if not output:
                 gaps.append(torch.zeros(0))
                 continue
-            at = logits[r, len(prompt) - 1: len(prompt) - 1 + len(output)]
+            at = logits[r, len(prompt) - 1 : len(prompt) - 1 + len(output)]
             emitted = torch.tensor(list(output), device=at.device)
             gaps.append((at.max(-1).values - at.gather(1, emitted[:, None])[:, 0]).cpu())
     return gaps
@@ -73,7 +78,7 @@ class ConsistencyReport:
     per_request: list[float] = field(default_factory=list)
 
     @classmethod
-    def from_gaps(cls, gaps: Sequence[torch.Tensor], margin: float = NEAR_TIE_MARGIN) -> "ConsistencyReport":
+    def from_gaps(cls, gaps: Sequence[torch.Tensor], margin: float = NEAR_TIE_MARGIN) -> ConsistencyReport:
         report = cls(margin=margin)
         for g in gaps:
             report.tokens += g.numel()
@@ -93,8 +98,13 @@ class ConsistencyReport:
         return self.argmax / self.tokens if self.tokens else 1.0
 
     def as_dict(self) -> dict:
-        return {"margin": self.margin, "tokens": self.tokens, "rate": self.rate, "argmax_rate": self.argmax_rate,
-                "max_gap": self.max_gap}
+        return {
+            "margin": self.margin,
+            "tokens": self.tokens,
+            "rate": self.rate,
+            "argmax_rate": self.argmax_rate,
+            "max_gap": self.max_gap,
+        }
 
 
 def exact_match_summary(ours: Sequence[Sequence[int]], plain: Sequence[Sequence[int]]) -> dict:

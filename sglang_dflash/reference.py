@@ -3,12 +3,14 @@
 This is the single source of truth for the algorithm; the SGLang worker is checked against it.
 One step for every active row:
 
-    block    = [last accepted token, MASK x (S-1)]  at positions seq_len .. seq_len+S-1
-    drafts   = lm_head(drafter(block | context K/V))[1:]          (one non-causal pass)
-    verify   = target(block with drafts)                           (one pass, S tokens)
-    accept   = longest matching prefix (greedy) / speculative sampling, + 1 bonus token
-    commit   = target KV of the block's first accept+1 columns stays valid, the rest is masked;
+    block    = [bonus token, MASK x (block_size - 1)]   at positions seq_len .. seq_len + block_size - 1
+    drafts   = draft_tokens(lm_head(drafter(block | context K/V))[1:])   (one non-causal pass)
+    verify   = target(block with drafts)                     (one pass, block_size tokens)
+    accept   = accept(): longest matching prefix (greedy) / speculative sampling, + 1 bonus token
+    commit   = target KV of the block's first accept_lens columns stays valid, the rest is masked;
                their target hidden states are projected into the drafter's context cache
+
+(glossary and shape legend: :mod:`sglang_dflash.speculative`)
 
 Rows accept different numbers of tokens; both caches keep per-row validity masks and are
 compacted (left-padded) so that their length tracks the longest row, not the step count.
@@ -17,8 +19,8 @@ Finished rows leave the batch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import torch
 from torch import nn
@@ -27,14 +29,16 @@ from .draft_model import DFlashDraftModel, gather_kv_columns, left_pack_order
 from .speculative import (
     BatchSampling,
     SamplingParams,
+    accept,
     block_positions,
     build_block,
-    greedy_accept,
+    draft_tokens,
     sample_from,
     sampling_probs,
-    speculative_sampling_accept,
     truncate_at_stop,
 )
+
+GREEDY = SamplingParams()  # spec_generate's default: greedy, 128 new tokens
 
 
 @dataclass
@@ -42,24 +46,30 @@ class SpecResult:
     """Generated tokens and acceptance statistics per request."""
 
     token_ids: list[list[int]]
-    accept_lengths: list[list[int]]  # per verify step: tokens committed (accepted drafts + bonus)
+    # Per request, per verify step: tokens committed (accepted drafts + 1), after stop/budget truncation.
+    accept_lens: list[list[int]]
     finish_reasons: list[str]  # "stop" or "length"
     num_prompt_tokens: list[int] = field(default_factory=list)
 
     @property
+    def accept_lengths(self) -> list[list[int]]:
+        """Deprecated alias of :attr:`accept_lens` (the same list); read-only."""
+        return self.accept_lens
+
+    @property
     def num_verify_steps(self) -> list[int]:
-        return [len(a) for a in self.accept_lengths]
+        return [len(a) for a in self.accept_lens]
 
     @property
     def tau(self) -> list[float]:
-        """Mean tokens committed per verify step, per request (nan for a request with no step)."""
-        return [sum(a) / len(a) if a else float("nan") for a in self.accept_lengths]
+        """Mean ``accept_lens`` per request (nan for a request with no verify step)."""
+        return [sum(a) / len(a) if a else float("nan") for a in self.accept_lens]
 
     @property
     def mean_tau(self) -> float:
-        """Tokens per verify step over the whole batch."""
+        """Committed tokens per verify step over the whole batch."""
         steps = sum(self.num_verify_steps)
-        return sum(map(sum, self.accept_lengths)) / steps if steps else float("nan")
+        return sum(map(sum, self.accept_lens)) / steps if steps else float("nan")
 
 
 class _TargetCache:
@@ -93,23 +103,36 @@ def _left_pad(prompts: Sequence[Sequence[int]], device: torch.device) -> tuple[t
     ids = torch.zeros(len(prompts), width, dtype=torch.long)
     mask = torch.zeros(len(prompts), width, dtype=torch.long)
     for row, prompt in enumerate(prompts):
-        ids[row, width - len(prompt):] = torch.tensor(list(prompt), dtype=torch.long)
-        mask[row, width - len(prompt):] = 1
+        ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
+        mask[row, width - len(prompt) :] = 1
     return ids.to(device), mask.to(device)
 
 
-def _check_inputs(target: nn.Module, drafter: DFlashDraftModel, prompts: Sequence[Sequence[int]], block_size: int) -> None:
+def _check_inputs(
+    target: nn.Module, drafter: DFlashDraftModel, prompts: Sequence[Sequence[int]], block_size: int
+) -> None:
     if not prompts or any(len(p) == 0 for p in prompts):
-        raise ValueError("prompts must be a non-empty list of non-empty token id lists")
+        lengths = [len(p) for p in prompts][:8]
+        raise ValueError(
+            f"spec_generate: prompt lengths are {lengths}; expected a non-empty list of non-empty prompts"
+        )
     if block_size < 2:
-        raise ValueError(f"block_size={block_size} is invalid; expected >= 2 (the last token plus at least one draft)")
+        raise ValueError(
+            f"spec_generate: block_size is {block_size}; "
+            "expected >= 2 (the bonus token plus at least one draft)"
+        )
     if getattr(target.config, "sliding_window", None) and getattr(target.config, "use_sliding_window", True):
         if any(t == "sliding_attention" for t in (getattr(target.config, "layer_types", None) or [])):
-            raise NotImplementedError("the reference supports full-attention targets only (sliding-window target layers found)")
+            raise NotImplementedError(
+                "the reference supports full-attention targets only (sliding-window target layers found)"
+            )
     drafter.config.validate_against_target(target.config)
 
 
-def _sample_first(logits: torch.Tensor, sampling: BatchSampling, generator: torch.Generator | None) -> torch.Tensor:
+def _sample_first(
+    logits: torch.Tensor, sampling: BatchSampling, generator: torch.Generator | None
+) -> torch.Tensor:
+    """The prefill's token per row from the target's last logits [bs, V] (the first bonus tokens)."""
     return sample_from(sampling_probs(logits[:, None, :], sampling), generator)[:, 0]
 
 
@@ -121,29 +144,12 @@ def _draft(
     cache,
     sampling: BatchSampling,
     generator: torch.Generator | None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One drafter pass: draft tokens [B, S-1] and their distributions (one-hot for greedy rows)."""
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One drafter pass: drafts [bs, block_size - 1] and their distributions (see :func:`draft_tokens`)."""
     embeds = target.get_input_embeddings()(block)
     hidden = drafter.draft_block(embeds, positions, cache)
     draft_logits = target.get_output_embeddings()(hidden[:, 1:].to(embeds.dtype))
-    draft_probs = sampling_probs(draft_logits, sampling)
-    tokens = torch.where(sampling.greedy[:, None], draft_logits.argmax(-1), sample_from(draft_probs, generator))
-    return tokens, draft_probs
-
-
-def _accept(
-    drafts: torch.Tensor,
-    draft_probs: torch.Tensor,
-    target_logits: torch.Tensor,
-    sampling: BatchSampling,
-    generator: torch.Generator | None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    greedy_len, greedy_emitted = greedy_accept(drafts, target_logits)
-    if bool(sampling.greedy.all()):
-        return greedy_len, greedy_emitted
-    spec_len, spec_emitted = speculative_sampling_accept(drafts, draft_probs, sampling_probs(target_logits, sampling), generator)
-    greedy = sampling.greedy
-    return torch.where(greedy, greedy_len, spec_len), torch.where(greedy[:, None], greedy_emitted, spec_emitted)
+    return draft_tokens(draft_logits, sampling, generator)
 
 
 @torch.inference_mode()
@@ -151,7 +157,7 @@ def spec_generate(
     target: nn.Module,
     drafter: DFlashDraftModel,
     prompts: Sequence[Sequence[int]],
-    sampling: SamplingParams | Sequence[SamplingParams] = SamplingParams(),
+    sampling: SamplingParams | Sequence[SamplingParams] = GREEDY,
     block_size: int | None = None,
     generator: torch.Generator | None = None,
 ) -> SpecResult:
@@ -174,18 +180,28 @@ def spec_generate(
     input_ids, attention_mask = _left_pad(prompts, device)
     positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
     tcache = _TargetCache(target.config, attention_mask)
-    out = target(input_ids, attention_mask=attention_mask, position_ids=positions, past_key_values=tcache.cache,
-                 use_cache=True, output_hidden_states=True, logits_to_keep=1)
-    pending = _sample_first(out.logits[:, -1], batch, generator)
+    out = target(
+        input_ids,
+        attention_mask=attention_mask,
+        position_ids=positions,
+        past_key_values=tcache.cache,
+        use_cache=True,
+        output_hidden_states=True,
+        logits_to_keep=1,
+    )
+    bonus_tokens = _sample_first(out.logits[:, -1], batch, generator)
     dcache = drafter.new_cache(len(prompts), device, drafter.fc.weight.dtype)
-    drafter.extend_cache(dcache, drafter.select_target_features(out.hidden_states, layer_ids),
-                         attention_mask.bool(), positions)
+    drafter.extend_cache(
+        dcache, drafter.select_target_features(out.hidden_states, layer_ids), attention_mask.bool(), positions
+    )
     seq_lens = attention_mask.sum(1)
 
-    tokens = [[int(t)] for t in pending.tolist()]
-    accept_lengths: list[list[int]] = [[] for _ in prompts]
+    tokens = [[int(t)] for t in bonus_tokens.tolist()]
+    accept_lens_per_request: list[list[int]] = [[] for _ in prompts]
     reasons = ["length"] * len(prompts)
-    _, first_stop = truncate_at_stop(pending[:, None], torch.ones_like(max_new), max_new, batch.stop_token_ids)
+    _, first_stop = truncate_at_stop(
+        bonus_tokens[:, None], torch.ones_like(max_new), max_new, batch.stop_token_ids
+    )
     for row in torch.nonzero(first_stop).flatten().tolist():
         reasons[row] = "stop"
     active = ~first_stop & (max_new > 1)
@@ -196,33 +212,44 @@ def spec_generate(
         if keep.numel() == 0:
             break
         if keep.numel() < rows.numel():
-            rows, pending, seq_lens, batch = rows[keep], pending[keep], seq_lens[keep], batch.select(keep)
+            rows, bonus_tokens, seq_lens = rows[keep], bonus_tokens[keep], seq_lens[keep]
+            batch = batch.select(keep)
             tcache.select_rows(keep)
             dcache.select_rows(keep)
 
-        block = build_block(pending, block_size, drafter.mask_token_id)
+        block = build_block(bonus_tokens, block_size, drafter.mask_token_id)
         pos = block_positions(seq_lens, block_size)
         drafts, draft_probs = _draft(target, drafter, block, pos, dcache, batch, generator)
         block[:, 1:] = drafts
-        out = target(block, attention_mask=tcache.mask_with(block_size), position_ids=pos,
-                     past_key_values=tcache.cache, use_cache=True, output_hidden_states=True)
-        accept_len, emitted = _accept(drafts, draft_probs, out.logits, batch, generator)
+        out = target(
+            block,
+            attention_mask=tcache.mask_with(block_size),
+            position_ids=pos,
+            past_key_values=tcache.cache,
+            use_cache=True,
+            output_hidden_states=True,
+        )
+        num_correct_drafts, emitted = accept(drafts, draft_probs, out.logits, batch, generator)
+        accept_lens = num_correct_drafts + 1
 
-        # Commit: block columns 0..accept_len hold committed tokens (KV + context features).
-        committed = torch.arange(block_size, device=device)[None, :] <= accept_len[:, None]
+        # Commit: block columns 0 .. num_correct_drafts hold committed tokens (KV + context features).
+        committed = torch.arange(block_size, device=device)[None, :] < accept_lens[:, None]
         tcache.commit(committed)
-        drafter.extend_cache(dcache, drafter.select_target_features(out.hidden_states, layer_ids), committed, pos)
-        seq_lens = seq_lens + accept_len + 1
-        pending = emitted.gather(1, accept_len[:, None])[:, 0]
+        features = drafter.select_target_features(out.hidden_states, layer_ids)
+        drafter.extend_cache(dcache, features, committed, pos)
+        seq_lens = seq_lens + accept_lens
+        bonus_tokens = emitted.gather(1, num_correct_drafts[:, None])[:, 0]
 
         produced = torch.tensor([len(tokens[r]) for r in rows.tolist()], device=device)
-        count, hit_stop = truncate_at_stop(emitted, accept_len + 1, max_new[rows] - produced, batch.stop_token_ids)
+        count, hit_stop = truncate_at_stop(
+            emitted, accept_lens, max_new[rows] - produced, batch.stop_token_ids
+        )
         active = ~hit_stop & (produced + count < max_new[rows])
         for i, r in enumerate(rows.tolist()):
             n = int(count[i])
             tokens[r].extend(emitted[i, :n].tolist())
-            accept_lengths[r].append(n)
+            accept_lens_per_request[r].append(n)
             if bool(hit_stop[i]):
                 reasons[r] = "stop"
 
-    return SpecResult(tokens, accept_lengths, reasons, [len(p) for p in prompts])
+    return SpecResult(tokens, accept_lens_per_request, reasons, [len(p) for p in prompts])

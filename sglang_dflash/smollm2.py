@@ -23,7 +23,9 @@ IM_START_ID = 1  # <|im_start|>: bos
 
 def default_cache_dir() -> str:
     """``$SGLANG_DFLASH_CACHE/models/smollm2-135m-instruct`` (default ``~/.cache/sglang-dflash``)."""
-    root = os.environ.get("SGLANG_DFLASH_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "sglang-dflash"))
+    root = os.environ.get(
+        "SGLANG_DFLASH_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "sglang-dflash")
+    )
     return os.path.join(root, "models", "smollm2-135m-instruct")
 
 
@@ -50,13 +52,19 @@ def convert(gguf_file: str, out_dir: str) -> str:
     tok = AutoTokenizer.from_pretrained(src_dir, gguf_file=name)
     tok.eos_token = tok.pad_token = "<|im_end|>"
     tok.clean_up_tokenization_spaces = False
-    tok.backend_tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True),
-    ])
+    tok.backend_tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True),
+        ]
+    )
     model = AutoModelForCausalLM.from_pretrained(src_dir, gguf_file=name, dtype=torch.bfloat16)
     for cfg in (model.config, model.generation_config):
-        cfg.bos_token_id, cfg.eos_token_id, cfg.pad_token_id = tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
+        cfg.bos_token_id, cfg.eos_token_id, cfg.pad_token_id = (
+            tok.bos_token_id,
+            tok.eos_token_id,
+            tok.pad_token_id,
+        )
     tmp = out_dir + ".partial"
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)

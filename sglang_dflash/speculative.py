@@ -1,22 +1,39 @@
 """Pure functions of one speculative step, shared by the reference and the SGLang worker.
 
-Shapes: ``B`` rows, block size ``S`` (the last accepted token + ``S-1`` drafts), vocab ``V``.
+Glossary (the host's, SGLang's, words; used the same way in every module):
+
+- **block**: ``[bonus token, MASK x (block_size - 1)]`` at positions ``seq_len .. seq_len + block_size - 1``;
+  the drafter denoises it in one pass, the target verifies ``[bonus token, drafts]`` in one pass.
+- **drafts**: the ``block_size - 1`` draft tokens at block positions ``1 .. block_size - 1``.
+- ``num_correct_drafts``: drafts accepted by one verify step (``0 .. block_size - 1``).
+- ``accept_lens``: tokens committed by one verify step, the accepted drafts + 1 token chosen by the
+  target (``num_correct_drafts + 1``; SGLang's ``accept_lens``).
+- ``emitted`` ``[bs, block_size]``: per row, its first ``accept_lens`` entries are the committed tokens.
+- ``bonus_tokens``: the token the next block starts with: the last committed token, chosen by the
+  target, whose KV is not written yet.
+- ``tau`` (acceptance length): mean ``accept_lens`` over verify steps.
+
+Shape legend: ``bs`` batch rows, ``block_size`` tokens per block, ``V`` vocabulary, ``H`` hidden
+size; shapes are written ``[bs, block_size, V]``.
 
 - :func:`build_block` / :func:`block_positions`: the block the drafter denoises.
 - :func:`sampling_probs`: temperature / top-k / top-p / min-p filtered distribution per row
-  (greedy rows become one-hot argmax), one float32 ``[B, S, V]`` buffer plus a bounded sort chunk;
-  :func:`sampling_peak_bytes` states the sampled path's peak memory.
-- :func:`greedy_accept`: longest prefix of drafts equal to the target's argmax, plus bonus.
+  (greedy rows become one-hot argmax), one float32 ``[bs, block_size, V]`` buffer plus a bounded
+  sort chunk; :func:`sampling_peak_bytes` states the sampled path's peak memory.
+- :func:`draft_tokens` / :func:`accept`: a batch's draft choice and verification, greedy and
+  sampled rows mixed; the reference and the worker both call these two.
+- :func:`greedy_accept`: longest prefix of drafts equal to the target's argmax, plus the target's
+  bonus token.
 - :func:`speculative_sampling_accept`: accept draft ``d`` with probability min(1, p(d)/q(d));
   at the first rejection sample from the residual norm(max(p - q, 0)); if all are accepted sample
-  the bonus from p.  This keeps the output distribution exactly the target's.
+  the bonus token from p.  This keeps the output distribution exactly the target's.
 - :func:`truncate_at_stop`: how many emitted tokens survive max-new-tokens and stop tokens.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -41,7 +58,8 @@ class SamplingParams:
             raise ValueError(f"top_k={self.top_k!r} is invalid; expected an integer (<= 0 disables it)")
         if not 0 <= self.min_p < 1:
             raise ValueError(f"min_p={self.min_p!r} is invalid; expected a number in [0, 1)")
-        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+        max_new = self.max_new_tokens
+        if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
             raise ValueError(f"max_new_tokens={self.max_new_tokens!r} is invalid; expected an integer >= 1")
         object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in self.stop_token_ids))
 
@@ -52,16 +70,25 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class BatchSampling:
-    """Per-row sampling tensors for a batch of :class:`SamplingParams`."""
+    """Per-row sampling tensors for a batch of :class:`SamplingParams`.
 
-    temperature: torch.Tensor  # [B] float32, 0 = greedy
-    top_p: torch.Tensor  # [B] float32
-    top_k: torch.Tensor  # [B] int64, <= 0 = off
-    min_p: torch.Tensor  # [B] float32
-    stop_token_ids: torch.Tensor  # [B, max_stops] int64, -1 padded
+    ``all_greedy`` and ``needs_filters`` are host-side bools, so that choosing the fast paths never
+    reads a device tensor (no synchronisation in the step).  Both may be conservative (``False`` /
+    ``True``) without changing results: they only skip work that would not change them.
+    """
+
+    temperature: torch.Tensor  # [bs] float32, 0 = greedy
+    top_p: torch.Tensor  # [bs] float32
+    top_k: torch.Tensor  # [bs] int64, <= 0 = off
+    min_p: torch.Tensor  # [bs] float32
+    stop_token_ids: torch.Tensor  # [bs, max_stops] int64, -1 padded
+    all_greedy: bool  # every row is greedy: drafts and acceptance by argmax only
+    needs_filters: bool  # some sampled row uses top-k, top-p or min-p
 
     @classmethod
-    def from_params(cls, params: Sequence[SamplingParams], device: torch.device | str = "cpu") -> "BatchSampling":
+    def from_params(
+        cls, params: Sequence[SamplingParams], device: torch.device | str = "cpu"
+    ) -> BatchSampling:
         width = max([len(p.stop_token_ids) for p in params] + [1])
         stops = torch.full((len(params), width), -1, dtype=torch.long)
         for row, p in enumerate(params):
@@ -72,26 +99,42 @@ class BatchSampling:
             top_k=torch.tensor([p.top_k for p in params], dtype=torch.long, device=device),
             min_p=torch.tensor([p.min_p for p in params], dtype=torch.float32, device=device),
             stop_token_ids=stops.to(device),
+            all_greedy=all(p.greedy for p in params),
+            # Greedy rows become one-hot whatever their filters, so only sampled rows count.
+            needs_filters=any(p.top_k > 0 or p.top_p < 1 or p.min_p > 0 for p in params if not p.greedy),
         )
 
     @property
     def greedy(self) -> torch.Tensor:
+        """[bs] bool: rows decoded by argmax."""
         return self.temperature <= 0
 
-    def select(self, rows: torch.Tensor) -> "BatchSampling":
-        return BatchSampling(*(t[rows] for t in (self.temperature, self.top_p, self.top_k, self.min_p, self.stop_token_ids)))
+    def select(self, rows: torch.Tensor) -> BatchSampling:
+        """The batch restricted to ``rows``; a subset of an all-greedy batch is all greedy, and
+        ``needs_filters`` stays as it was (conservative: re-deriving it would read the tensors)."""
+        return BatchSampling(
+            temperature=self.temperature[rows],
+            top_p=self.top_p[rows],
+            top_k=self.top_k[rows],
+            min_p=self.min_p[rows],
+            stop_token_ids=self.stop_token_ids[rows],
+            all_greedy=self.all_greedy,
+            needs_filters=self.needs_filters,
+        )
 
 
 # ---------------------------------------------------------------------------- the block
-def build_block(last_tokens: torch.Tensor, block_size: int, mask_token_id: int) -> torch.Tensor:
-    """[B] last accepted tokens -> [B, S] block ``[last, MASK, ..., MASK]``."""
-    block = torch.full((last_tokens.shape[0], block_size), mask_token_id, dtype=torch.long, device=last_tokens.device)
-    block[:, 0] = last_tokens
+def build_block(bonus_tokens: torch.Tensor, block_size: int, mask_token_id: int) -> torch.Tensor:
+    """[bs] bonus tokens -> [bs, block_size] block ``[bonus token, MASK, ..., MASK]``."""
+    block = torch.full(
+        (bonus_tokens.shape[0], block_size), mask_token_id, dtype=torch.long, device=bonus_tokens.device
+    )
+    block[:, 0] = bonus_tokens
     return block
 
 
 def block_positions(seq_lens: torch.Tensor, block_size: int) -> torch.Tensor:
-    """Absolute positions of the block: the last accepted token sits at ``seq_len`` (0-based)."""
+    """Absolute positions [bs, block_size] of the block: the bonus token sits at ``seq_len`` (0-based)."""
     return seq_lens[:, None] + torch.arange(block_size, device=seq_lens.device)[None, :]
 
 
@@ -111,12 +154,12 @@ def filter_chunk_rows(vocab: int) -> int:
 def sampling_peak_bytes(bs: int, block_size: int, vocab: int) -> int:
     """Upper bound on the bytes the sampled draft + accept path of one step allocates.
 
-    With ``S = block_size`` and ``V = vocab``: the draft distributions ``[bs, S-1, V]`` and the
-    target distributions ``[bs, S, V]`` in float32 (``4 * bs * (2S - 1) * V``), one filter chunk
-    (``FILTER_BYTES_PER_ELEMENT * min(bs * S, filter_chunk_rows(V)) * V``), a few ``[bs, V]`` rows
-    at the stop index (``32 * bs * V``) and ``[bs, S]`` bookkeeping (``64 * bs * S``).  No dense
-    one-hot, no full-size int64 tensor, no second full-size float copy.  At bs 48, S 16, V 152k:
-    about 1.2 GB (the dense version peaked above 4 GB).
+    With ``V = vocab``: the draft distributions ``[bs, block_size - 1, V]`` and the target
+    distributions ``[bs, block_size, V]`` in float32 (``4 * bs * (2 * block_size - 1) * V``), one
+    filter chunk (``FILTER_BYTES_PER_ELEMENT * min(bs * block_size, filter_chunk_rows(V)) * V``), a
+    few ``[bs, V]`` rows at the stop index (``32 * bs * V``) and ``[bs, block_size]`` bookkeeping
+    (``64 * bs * block_size``).  No dense one-hot, no full-size int64 tensor, no second full-size
+    float copy.  At bs 48, block_size 16, V 152k: about 1.2 GB (the dense version peaked above 4 GB).
     """
     chunk = FILTER_BYTES_PER_ELEMENT * min(bs * block_size, filter_chunk_rows(vocab)) * vocab
     return 4 * bs * (2 * block_size - 1) * vocab + chunk + 32 * bs * vocab + 64 * bs * block_size
@@ -150,26 +193,26 @@ def _filter_rows_(probs: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
 
 
 def sampling_probs(logits: torch.Tensor, sampling: BatchSampling, apply_filters: bool = True) -> torch.Tensor:
-    """Filtered sampling distribution [B, S, V] (float32) for logits [B, S, V].
+    """Filtered sampling distribution [bs, n, V] (float32) for logits [bs, n, V] (n block positions).
 
     Order as in SGLang: temperature, then top-k, top-p and min-p on the tempered softmax.
     Greedy rows get a one-hot argmax, which makes greedy a special case of the same math.
     ``apply_filters=False`` skips the (sorting) filters when no row uses them.  The result is the
     only full-size allocation; filters sort :func:`filter_chunk_rows` rows at a time.
     """
-    b, s, v = logits.shape
+    bs, n, v = logits.shape
     greedy = sampling.greedy
     temperature = torch.where(greedy, torch.ones_like(sampling.temperature), sampling.temperature)
     probs = logits.to(torch.float32, copy=True).div_(temperature[:, None, None])
     _softmax_(probs)
     if apply_filters:
-        flat = probs.view(b * s, v)
-        per_row = [t.repeat_interleave(s) for t in (sampling.top_k, sampling.top_p, sampling.min_p)]
+        flat = probs.view(bs * n, v)
+        per_row = [t.repeat_interleave(n) for t in (sampling.top_k, sampling.top_p, sampling.min_p)]
         step = filter_chunk_rows(v)
-        for start in range(0, b * s, step):
-            _filter_rows_(flat[start:start + step], *(t[start:start + step] for t in per_row))
+        for start in range(0, bs * n, step):
+            _filter_rows_(flat[start : start + step], *(t[start : start + step] for t in per_row))
     # Greedy rows: one-hot at the argmax, written in place.
-    top = logits.argmax(-1, keepdim=True)  # [B, S, 1]
+    top = logits.argmax(-1, keepdim=True)  # [bs, n, 1]
     is_greedy = greedy[:, None, None]
     probs.masked_fill_(is_greedy, 0)
     ones = torch.ones_like(top, dtype=probs.dtype)
@@ -190,63 +233,116 @@ def residual_distribution(target_probs: torch.Tensor, draft_probs: torch.Tensor)
     return torch.where(total > 0, residual / total.clamp_min(torch.finfo(residual.dtype).tiny), target_probs)
 
 
-# ---------------------------------------------------------------------------- acceptance
-def greedy_accept(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+# ---------------------------------------------------------------------------- draft choice and acceptance
+def draft_tokens(
+    draft_logits: torch.Tensor,
+    sampling: BatchSampling,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Draft tokens [bs, block_size - 1] from the drafter's logits [bs, block_size - 1, V].
+
+    Greedy rows draft the argmax, sampled rows sample from their filtered distribution.  Returns the
+    draft distributions [bs, block_size - 1, V] (one-hot for greedy rows) that lossless acceptance
+    needs, or None when every row is greedy (the argmax rule needs none).
+    """
+    argmax_drafts = draft_logits.argmax(-1)
+    if sampling.all_greedy:
+        return argmax_drafts, None
+    draft_probs = sampling_probs(draft_logits, sampling, apply_filters=sampling.needs_filters)
+    sampled = sample_from(draft_probs, generator)
+    return torch.where(sampling.greedy[:, None], argmax_drafts, sampled), draft_probs
+
+
+def accept(
+    drafts: torch.Tensor,
+    draft_probs: torch.Tensor | None,
+    target_logits: torch.Tensor,
+    sampling: BatchSampling,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Verify drafts [bs, block_size - 1] against target_logits [bs, block_size, V].
+
+    Greedy rows by :func:`greedy_accept`, sampled rows by :func:`speculative_sampling_accept`
+    (``draft_probs`` from :func:`draft_tokens`; None only when all rows are greedy).  Returns
+    ``num_correct_drafts`` [bs] and ``emitted`` [bs, block_size].
+
+    With no drafts (a width-1 verify, see :mod:`sglang_dflash.adaptive`) this is plain decoding:
+    the target's own token, chosen as :func:`draft_tokens` chooses (argmax or a filtered sample).
+    """
+    if drafts.shape[1] == 0:
+        emitted, _ = draft_tokens(target_logits, sampling, generator)
+        return torch.zeros_like(emitted[:, 0]), emitted
+    greedy_correct, greedy_emitted = greedy_accept(drafts, target_logits)
+    if sampling.all_greedy:
+        return greedy_correct, greedy_emitted
+    target_probs = sampling_probs(target_logits, sampling, apply_filters=sampling.needs_filters)
+    sampled_correct, sampled_emitted = speculative_sampling_accept(
+        drafts, draft_probs, target_probs, generator
+    )
+    greedy = sampling.greedy
+    num_correct_drafts = torch.where(greedy, greedy_correct, sampled_correct)
+    return num_correct_drafts, torch.where(greedy[:, None], greedy_emitted, sampled_emitted)
+
+
+def greedy_accept(drafts: torch.Tensor, target_logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy verification.
 
-    draft_tokens [B, S-1] (block positions 1..S-1), target_logits [B, S, V] (the target's
-    prediction after each block position).  Returns ``accept_len`` [B] (drafts accepted) and
-    ``emitted`` [B, S]: the first ``accept_len + 1`` entries are the committed tokens
-    (accepted drafts, then the target's own bonus token).
+    drafts [bs, block_size - 1] (block positions 1 .. block_size - 1), target_logits
+    [bs, block_size, V] (the target's prediction after each block position).  Returns
+    ``num_correct_drafts`` [bs] and ``emitted`` [bs, block_size]: the first
+    ``num_correct_drafts + 1`` entries are the committed tokens (accepted drafts, then the target's
+    own bonus token).
     """
     target_tokens = target_logits.argmax(-1)
-    matches = (draft_tokens == target_tokens[:, :-1]).to(torch.long)
-    accept_len = matches.cumprod(dim=1).sum(dim=1)
-    return accept_len, target_tokens
+    matches = (drafts == target_tokens[:, :-1]).to(torch.long)
+    num_correct_drafts = matches.cumprod(dim=1).sum(dim=1)
+    return num_correct_drafts, target_tokens
 
 
 def speculative_sampling_accept(
-    draft_tokens: torch.Tensor,
+    drafts: torch.Tensor,
     draft_probs: torch.Tensor,
     target_probs: torch.Tensor,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Lossless speculative sampling for a block.
 
-    draft_tokens [B, S-1] sampled from draft_probs [B, S-1, V]; target_probs [B, S, V].
-    Returns ``accept_len`` [B] and ``emitted`` [B, S] as in :func:`greedy_accept`.
+    drafts [bs, block_size - 1] sampled from draft_probs [bs, block_size - 1, V]; target_probs
+    [bs, block_size, V].  Returns ``num_correct_drafts`` [bs] and ``emitted`` [bs, block_size] as in
+    :func:`greedy_accept`.
     """
-    b, n = draft_tokens.shape
-    p = target_probs[:, :n].gather(-1, draft_tokens[..., None])[..., 0]
-    q = draft_probs.gather(-1, draft_tokens[..., None])[..., 0]
-    u = torch.rand(b, n, device=draft_tokens.device, generator=generator)
+    bs, n = drafts.shape
+    p = target_probs[:, :n].gather(-1, drafts[..., None])[..., 0]
+    q = draft_probs.gather(-1, drafts[..., None])[..., 0]
+    u = torch.rand(bs, n, device=drafts.device, generator=generator)
     accepted = (u * q < p).to(torch.long)
-    accept_len = accepted.cumprod(dim=1).sum(dim=1)
-    rows = torch.arange(b, device=draft_tokens.device)
+    num_correct_drafts = accepted.cumprod(dim=1).sum(dim=1)
+    rows = torch.arange(bs, device=drafts.device)
     # At the stop index: residual after a rejection, the plain target distribution after a full
-    # accept (q = 0 there).  Only these [B, V] rows are copied.
-    q_stop = draft_probs[rows, accept_len.clamp(max=n - 1)] * (accept_len < n)[:, None].to(draft_probs.dtype)
-    final = residual_distribution(target_probs[rows, accept_len], q_stop)
-    bonus = sample_from(final, generator)
-    emitted = torch.cat([draft_tokens, draft_tokens[:, :1]], dim=1).clone()
-    emitted[rows, accept_len] = bonus
-    return accept_len, emitted
+    # accept (q = 0 there).  Only these [bs, V] rows are copied.
+    stop = num_correct_drafts
+    q_stop = draft_probs[rows, stop.clamp(max=n - 1)] * (stop < n)[:, None].to(draft_probs.dtype)
+    bonus_tokens = sample_from(residual_distribution(target_probs[rows, stop], q_stop), generator)
+    emitted = torch.cat([drafts, drafts[:, :1]], dim=1).clone()
+    emitted[rows, stop] = bonus_tokens
+    return num_correct_drafts, emitted
 
 
 def truncate_at_stop(
     emitted: torch.Tensor,
-    num_committed: torch.Tensor,
+    accept_lens: torch.Tensor,
     remaining: torch.Tensor,
     stop_token_ids: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """How many of the ``num_committed`` emitted tokens [B, S] are kept, and whether a stop token ended the row.
+    """How many of the ``accept_lens`` committed tokens of ``emitted`` [bs, block_size] are kept,
+    and whether a stop token ended the row.
 
-    ``remaining`` [B] is the max-new-tokens budget left; ``stop_token_ids`` [B, K] is -1 padded.
+    ``remaining`` [bs] is the max-new-tokens budget left; ``stop_token_ids`` [bs, max_stops] is -1 padded.
     """
-    s = emitted.shape[1]
-    count = torch.minimum(num_committed, remaining)
-    in_range = torch.arange(s, device=emitted.device)[None, :] < count[:, None]
-    is_stop = (emitted[:, :, None] == stop_token_ids[:, None, :]).any(-1) & in_range
+    width = emitted.shape[1]
+    columns = torch.arange(width, device=emitted.device)[None, :]
+    count = torch.minimum(accept_lens, remaining)
+    is_stop = (emitted[:, :, None] == stop_token_ids[:, None, :]).any(-1) & (columns < count[:, None])
     hit = is_stop.any(dim=1)
-    first_stop = torch.where(is_stop, torch.arange(s, device=emitted.device)[None, :], s).min(dim=1).values
+    first_stop = torch.where(is_stop, columns, width).min(dim=1).values
     return torch.where(hit, first_stop + 1, count), hit

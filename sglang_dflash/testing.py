@@ -27,9 +27,19 @@ def tiny_target_config(family: str = "llama", **overrides: Any):
     if family not in FAMILIES:
         raise ValueError(f"family={family!r} is invalid; expected one of {FAMILIES}")
     fields: dict[str, Any] = dict(
-        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=6, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=8, max_position_embeddings=1024, initializer_range=0.1,
-        tie_word_embeddings=False, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=6,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=1024,
+        initializer_range=0.1,
+        tie_word_embeddings=False,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
     )
     fields.update(overrides)
     config = (LlamaConfig if family == "llama" else Qwen3Config)(**fields)
@@ -60,12 +70,23 @@ def init_drafter_weights(model: DFlashDraftModel, seed: int = 0, std: float = 0.
     return model
 
 
-def make_tiny_drafter(target_config: Any, seed: int = 0, std: float = 0.1, block_size: int = 4, **config_kwargs: Any) -> DFlashDraftModel:
-    """A random drafter for ``target_config``; ``config_kwargs`` go to :func:`~sglang_dflash.config.draft_config_for_target`."""
-    return init_drafter_weights(DFlashDraftModel(draft_config_for_target(target_config, block_size=block_size, **config_kwargs)), seed, std).eval()
+def make_tiny_drafter(
+    target_config: Any, seed: int = 0, std: float = 0.1, block_size: int = 4, **config_kwargs: Any
+) -> DFlashDraftModel:
+    """A random drafter for ``target_config``.
+
+    ``config_kwargs`` go to :func:`~sglang_dflash.config.draft_config_for_target`.
+    """
+    return init_drafter_weights(
+        DFlashDraftModel(draft_config_for_target(target_config, block_size=block_size, **config_kwargs)),
+        seed,
+        std,
+    ).eval()
 
 
-def save_tiny_pair(directory: str, family: str = "llama", seed: int = 0, **drafter_kwargs: Any) -> tuple[str, str]:
+def save_tiny_pair(
+    directory: str, family: str = "llama", seed: int = 0, **drafter_kwargs: Any
+) -> tuple[str, str]:
     """Write a tiny target (HF format) and a matching drafter (DFlash format) under ``directory``."""
     target = make_tiny_target(family, seed)
     target_dir, drafter_dir = os.path.join(directory, "target"), os.path.join(directory, "drafter")
@@ -74,28 +95,50 @@ def save_tiny_pair(directory: str, family: str = "llama", seed: int = 0, **draft
     return target_dir, drafter_dir
 
 
-def self_distilled_corpus(target: nn.Module, num_prompts: int = 96, max_new_tokens: int = 48, seed: int = 0) -> list[dict]:
+def self_distilled_corpus(
+    target: nn.Module, num_prompts: int = 96, max_new_tokens: int = 48, seed: int = 0
+) -> list[dict]:
     """Training records: ``target``'s own greedy continuations of random token prompts (3-11 tokens)."""
     from .train.data import generate_responses_hf
 
     vocab = target.config.get_text_config().vocab_size
     g = torch.Generator().manual_seed(seed)
-    prompts = [torch.randint(1, vocab - 1, (int(torch.randint(3, 12, (1,), generator=g)),), generator=g).tolist()
-               for _ in range(num_prompts)]
-    return list(generate_responses_hf(target, prompts, max_new_tokens=max_new_tokens, eos_token_id=None, batch_size=32))
+    prompts = [
+        torch.randint(1, vocab - 1, (int(torch.randint(3, 12, (1,), generator=g)),), generator=g).tolist()
+        for _ in range(num_prompts)
+    ]
+    return list(
+        generate_responses_hf(
+            target, prompts, max_new_tokens=max_new_tokens, eos_token_id=None, batch_size=32
+        )
+    )
 
 
 def tiny_train_config(data: str, output: str, **overrides: Any):
-    """A :class:`~sglang_dflash.train.trainer.TrainConfig` that trains a 2-layer, block-4 drafter in seconds."""
+    """A :class:`~sglang_dflash.train.trainer.TrainConfig` for a 2-layer, block-4 drafter (seconds)."""
     from .train.trainer import TrainConfig
 
-    fields: dict[str, Any] = dict(target="", data=data, output=str(output), num_draft_layers=2, block_size=4, steps=400,
-                                  batch_size=8, num_anchors=16, lr=3e-3, warmup_steps=20, log_every=10, save_every=100)
+    fields: dict[str, Any] = dict(
+        target="",
+        data=data,
+        output=str(output),
+        num_draft_layers=2,
+        block_size=4,
+        steps=400,
+        batch_size=8,
+        num_anchors=16,
+        lr=3e-3,
+        warmup_steps=20,
+        log_every=10,
+        save_every=100,
+    )
     fields.update(overrides)
     return TrainConfig(**fields)
 
 
-def arrange_oracle(target: nn.Module, drafter: DFlashDraftModel, token_id: int, strength: float, dim: int = 0) -> None:
+def arrange_oracle(
+    target: nn.Module, drafter: DFlashDraftModel, token_id: int, strength: float, dim: int = 0
+) -> None:
     """Rewire a random target and drafter so the drafter predicts what the target mostly says.
 
     Hidden dimension ``dim`` becomes a constant "highway": every token embeds to the same large

@@ -21,6 +21,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
+def qwen3_pair(tmp_path_factory) -> tuple[str, str]:
+    """A tiny Qwen3 target and a drafter for it (block size 4, two layers), saved: (target, drafter)."""
+    from sglang_dflash.testing import save_tiny_pair
+
+    return save_tiny_pair(str(tmp_path_factory.mktemp("qwen3-pair")), "qwen3", block_size=4, num_layers=2)
+
+
+@pytest.fixture(scope="session")
 def tiny_corpus(tmp_path_factory):
     """A tiny Llama target, 96 of its own greedy continuations, the first 64 written as training data."""
     from sglang_dflash.testing import make_tiny_target, self_distilled_corpus

@@ -28,8 +28,18 @@ CPU_HOST = os.path.join(TESTS, "cpu_host")
 DATA_DIRS = [os.environ.get("DFLASH_DATA", ""), os.path.join(ROOT, "..", "shared", "data")]
 SHIPPED_SMOLLM2_DRAFTER = os.path.join(ROOT, "drafters", "smollm2-135m-instruct")
 
-CPU_FLAGS = ("--device", "cpu", "--dtype", "float32", "--attention-backend", "torch_native",
-             "--sampling-backend", "pytorch", "--disable-cuda-graph", "--skip-server-warmup")
+CPU_FLAGS = (
+    "--device",
+    "cpu",
+    "--dtype",
+    "float32",
+    "--attention-backend",
+    "torch_native",
+    "--sampling-backend",
+    "pytorch",
+    "--disable-cuda-graph",
+    "--skip-server-warmup",
+)
 
 
 def cpu_environment() -> dict[str, str]:
@@ -71,16 +81,39 @@ def free_port() -> int:
 class CpuServer:
     """One ``sglang.launch_server`` process on CPU; ``extra_args`` are more server flags."""
 
-    def __init__(self, model: str, extra_args: Sequence[str] = (), log_path: str = "server.log",
-                 start_timeout_s: float = 600) -> None:
+    def __init__(
+        self,
+        model: str,
+        extra_args: Sequence[str] = (),
+        log_path: str = "server.log",
+        start_timeout_s: float = 600,
+    ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
-        args = [sys.executable, "-m", "sglang.launch_server", "--model-path", model, "--host", "127.0.0.1",
-                "--port", str(self.port), *CPU_FLAGS, "--log-level", "warning", *extra_args]
+        args = [
+            sys.executable,
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            *CPU_FLAGS,
+            "--log-level",
+            "warning",
+            *extra_args,
+        ]
         self._log = open(log_path, "w")  # closed in shutdown()
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=cpu_environment(),
-                                     preexec_fn=_own_session_ending_with_parent)
+        self.proc = subprocess.Popen(
+            args,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=cpu_environment(),
+            preexec_fn=_own_session_ending_with_parent,
+        )
         self._wait_healthy(start_timeout_s)
 
     # ------------------------------------------------------------------ lifecycle
@@ -88,7 +121,9 @@ class CpuServer:
         deadline = time.time() + timeout_s
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode} during start:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"server exited with {self.proc.returncode} during start:\n{self.log_tail()}"
+                )
             try:
                 if requests.get(self.base + "/health", timeout=5).status_code == 200:
                     return
@@ -120,28 +155,39 @@ class CpuServer:
         return self.proc.returncode
 
     # ------------------------------------------------------------------ requests
-    def generate(self, input_ids: Sequence[int] | None = None, sampling_params: dict | None = None,
-                 text: str | None = None, timeout_s: float = 900, **extra) -> dict:
-        """Native ``/generate`` for one prompt: the response dict (``output_ids``, ``text``, ``meta_info``)."""
+    def generate(
+        self,
+        input_ids: Sequence[int] | None = None,
+        sampling_params: dict | None = None,
+        text: str | None = None,
+        timeout_s: float = 900,
+        **extra,
+    ) -> dict:
+        """Native ``/generate`` for one prompt: the response dict (``output_ids``, ``text``,
+        ``meta_info``)."""
         body = {"sampling_params": sampling_params or {}, **extra}
         body.update({"input_ids": list(input_ids)} if input_ids is not None else {"text": text})
         reply = requests.post(self.base + "/generate", json=body, timeout=timeout_s)
         if reply.status_code != 200:
-            raise AssertionError(f"/generate answered {reply.status_code}: {reply.text[:500]}\n{self.log_tail()}")
+            raise AssertionError(
+                f"/generate answered {reply.status_code}: {reply.text[:500]}\n{self.log_tail()}"
+            )
         return reply.json()
 
-    def generate_many(self, prompts: Sequence[Sequence[int]], sampling_params: dict | Sequence[dict],
-                      concurrency: int) -> list[dict]:
+    def generate_many(
+        self, prompts: Sequence[Sequence[int]], sampling_params: dict | Sequence[dict], concurrency: int
+    ) -> list[dict]:
         """Every prompt through ``/generate``, at most ``concurrency`` in flight; results in prompt order."""
         from concurrent.futures import ThreadPoolExecutor
 
-        params = [sampling_params] * len(prompts) if isinstance(sampling_params, dict) else list(sampling_params)
+        params = [sampling_params] * len(prompts) if isinstance(sampling_params, dict) else sampling_params
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            return list(pool.map(lambda ip: self.generate(ip[0], ip[1]), zip(prompts, params)))
+            return list(pool.map(self.generate, prompts, params))
 
     def stream_lines(self, body: dict, timeout_s: float = 120) -> Iterator[dict]:
         """The JSON chunks of a streamed ``/generate`` (the caller may stop early: that disconnects)."""
-        with requests.post(self.base + "/generate", json={**body, "stream": True}, stream=True, timeout=timeout_s) as r:
+        body = {**body, "stream": True}
+        with requests.post(self.base + "/generate", json=body, stream=True, timeout=timeout_s) as r:
             for line in r.iter_lines():
                 if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
                     yield json.loads(line[5:])
@@ -173,7 +219,8 @@ def smollm2_drafter(smollm2: str, out_dir: str) -> tuple[str, str]:
     from sglang_dflash.checkpoint import save_drafter
     from sglang_dflash.testing import make_tiny_drafter
 
-    model = make_tiny_drafter(AutoConfig.from_pretrained(smollm2), seed=0, std=0.02, block_size=16, num_layers=1,
-                              mask_token_id=6)
+    model = make_tiny_drafter(
+        AutoConfig.from_pretrained(smollm2), seed=0, std=0.02, block_size=16, num_layers=1, mask_token_id=6
+    )
     save_drafter(model, out_dir)
     return out_dir, "random"

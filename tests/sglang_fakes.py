@@ -27,7 +27,8 @@ class TorchPool:
 
 
 class TorchBlockAttention:
-    """TARGET_VERIFY attention through the product's CPU block attention (prefix from the pool, block from the call)."""
+    """TARGET_VERIFY attention through the product's CPU block attention (prefix from the pool, block
+    from the call)."""
 
     def __init__(self, pool, req_to_token):
         self.pool, self.req_to_token = pool, req_to_token
@@ -35,5 +36,14 @@ class TorchBlockAttention:
     def forward(self, q, k, v, layer, fb, save_kv_cache=True, **kwargs):
         if save_kv_cache:
             self.pool.set_kv_buffer(layer, fb.out_cache_loc, k, v)
-        return block_attention(q, layer, self.pool.k[layer.layer_id], self.pool.v[layer.layer_id], self.req_to_token,
-                               fb.req_pool_indices, fb.seq_lens, fb.spec_info.draft_token_num)
+        key_buffer, value_buffer = self.pool.k[layer.layer_id], self.pool.v[layer.layer_id]
+        return block_attention(
+            q,
+            layer,
+            key_buffer,
+            value_buffer,
+            self.req_to_token,
+            fb.req_pool_indices,
+            fb.seq_lens,
+            fb.spec_info.draft_token_num,
+        )

@@ -8,7 +8,13 @@ import pytest
 
 from sglang_dflash.bench.datasets import dataset_name, load_dataset, read_jsonl_prompts
 from sglang_dflash.bench.harness import BenchConfig, engine_args, mode_env, parse_concurrency
-from sglang_dflash.bench.metrics import agreement_with_baseline, mean_tau, percentile, speedups, summarize_group
+from sglang_dflash.bench.metrics import (
+    agreement_with_baseline,
+    mean_tau,
+    percentile,
+    speedups,
+    summarize_group,
+)
 from sglang_dflash.bench.report import markdown_table, summarize
 from sglang_dflash.cli import main as cli_main
 
@@ -43,8 +49,14 @@ def test_chat_template_is_applied():
 
 
 def sample(rid, tokens, latency, ttft, verify=None, ids=None):
-    return {"id": rid, "output_ids": ids or list(range(tokens)), "latency": latency, "ttft": ttft,
-            "completion_tokens": tokens, "spec_verify_ct": verify}
+    return {
+        "id": rid,
+        "output_ids": ids or list(range(tokens)),
+        "latency": latency,
+        "ttft": ttft,
+        "completion_tokens": tokens,
+        "spec_verify_ct": verify,
+    }
 
 
 def test_metric_math_on_recorded_samples():
@@ -55,23 +67,52 @@ def test_metric_math_on_recorded_samples():
     s = summarize_group(spec, wall_seconds=4.0)
     assert s["output_tokens_per_s"] == 40.0 and s["latency_p50"] == 1.5 and s["requests"] == 2
     assert speedups({"baseline": {"output_tokens_per_s": 20.0}, "dflash": {"output_tokens_per_s": 50.0}}) == {
-        "baseline": 1.0, "dflash": 2.5}
-    agree = agreement_with_baseline([sample("a", 3, 1, 0, ids=[1, 2, 3]), sample("b", 2, 1, 0, ids=[4, 5])],
-                                    [sample("b", 2, 1, 0, ids=[4, 6]), sample("a", 3, 1, 0, ids=[1, 2, 3])])
+        "baseline": 1.0,
+        "dflash": 2.5,
+    }
+    agree = agreement_with_baseline(
+        [sample("a", 3, 1, 0, ids=[1, 2, 3]), sample("b", 2, 1, 0, ids=[4, 5])],
+        [sample("b", 2, 1, 0, ids=[4, 6]), sample("a", 3, 1, 0, ids=[1, 2, 3])],
+    )
     assert agree["exact_match_rate"] == 0.5 and agree["first_divergence"] == [None, 1]
 
 
 def recorded_run():
     def group(dataset, c, wall, tokens, verify, ids_shift=0):
-        samples = [sample(f"{dataset}-{i}", tokens, wall / 2, 0.05 * c, verify, ids=[i, i + ids_shift]) for i in range(4)]
-        return {"dataset": dataset, "concurrency": c, "wall_seconds": wall, "samples": samples,
-                "greedy_consistency": {"rate": 1.0 if ids_shift == 0 else 0.9}}
+        samples = [
+            sample(f"{dataset}-{i}", tokens, wall / 2, 0.05 * c, verify, ids=[i, i + ids_shift])
+            for i in range(4)
+        ]
+        return {
+            "dataset": dataset,
+            "concurrency": c,
+            "wall_seconds": wall,
+            "samples": samples,
+            "greedy_consistency": {"rate": 1.0 if ids_shift == 0 else 0.9},
+        }
 
     modes = []
-    for mode, factor, verify, shift in (("baseline", 1.0, None, 0), ("dflash", 0.4, 20, 0), ("dflash-builtin", 0.6, 30, 1)):
-        modes.append({"mode": mode, "groups": [group(d, c, 10.0 * factor * (1 + c / 8), 100, verify, shift)
-                                               for d in ("humaneval", "gsm8k") for c in (1, 4, 16)]})
-    return {"temperature": 0.0, "max_new_tokens": 100, "environment": {"model": "tiny", "gpu": "recorded"}, "modes": modes}
+    for mode, factor, verify, shift in (
+        ("baseline", 1.0, None, 0),
+        ("dflash", 0.4, 20, 0),
+        ("dflash-builtin", 0.6, 30, 1),
+    ):
+        modes.append(
+            {
+                "mode": mode,
+                "groups": [
+                    group(d, c, 10.0 * factor * (1 + c / 8), 100, verify, shift)
+                    for d in ("humaneval", "gsm8k")
+                    for c in (1, 4, 16)
+                ],
+            }
+        )
+    return {
+        "temperature": 0.0,
+        "max_new_tokens": 100,
+        "environment": {"model": "tiny", "gpu": "recorded"},
+        "modes": modes,
+    }
 
 
 def test_report_rows_table_and_plot_from_a_recorded_json(tmp_path):
@@ -79,7 +120,8 @@ def test_report_rows_table_and_plot_from_a_recorded_json(tmp_path):
     rows = summarize(raw)
     assert len(rows) == 18
     row = next(r for r in rows if r["mode"] == "dflash" and r["dataset"] == "gsm8k" and r["concurrency"] == 4)
-    assert row["speedup"] == pytest.approx(2.5) and row["tau"] == pytest.approx(5.0) and row["exact_match_rate"] == 1.0
+    assert row["speedup"] == pytest.approx(2.5) and row["tau"] == pytest.approx(5.0)
+    assert row["exact_match_rate"] == 1.0
     builtin = next(r for r in rows if r["mode"] == "dflash-builtin" and r["concurrency"] == 1)
     assert builtin["exact_match_rate"] == 0.0 and builtin["greedy_consistency"] == 0.9
     table = markdown_table(rows)
@@ -106,17 +148,48 @@ def test_engine_arguments_and_environment_per_mode():
 
 
 def test_cpu_device_runs_sglangs_cpu_engine_in_float32_with_plain_and_our_modes():
-    cfg = BenchConfig(model="m", drafter="d", datasets=[], out="o", device="cpu", modes=["baseline", "dflash"],
-                      max_total_tokens=8192)
-    cfg.validate()
+    cfg = BenchConfig(
+        model="m",
+        drafter="d",
+        datasets=[],
+        out="o",
+        device="cpu",
+        modes=["baseline", "dflash"],
+        max_total_tokens=8192,
+    )
     args = engine_args(cfg, "dflash")
-    assert {k: args[k] for k in ("device", "dtype", "attention_backend", "sampling_backend", "disable_cuda_graph")} == {
-        "device": "cpu", "dtype": "float32", "attention_backend": "torch_native", "sampling_backend": "pytorch",
-        "disable_cuda_graph": True}
+    cpu_keys = ("device", "dtype", "attention_backend", "sampling_backend", "disable_cuda_graph")
+    assert {k: args[k] for k in cpu_keys} == {
+        "device": "cpu",
+        "dtype": "float32",
+        "attention_backend": "torch_native",
+        "sampling_backend": "pytorch",
+        "disable_cuda_graph": True,
+    }
     assert args["max_total_tokens"] == 8192 and "mem_fraction_static" not in args
     assert mode_env("dflash", "p", device="cpu")["SGLANG_USE_CPU_ENGINE"] == "1"
-    with pytest.raises(ValueError, match="--device cpu"):
-        BenchConfig(model="m", drafter="d", datasets=[], out="o", device="cpu", modes=["dflash-builtin"]).validate()
+
+
+def test_a_mode_that_needs_cuda_cannot_be_configured_on_cpu():
+    with pytest.raises(ValueError, match=r"bench: --modes is \['dflash-builtin'\] with --device cpu; "):
+        BenchConfig(model="m", drafter="d", datasets=[], out="o", device="cpu", modes=["dflash-builtin"])
+
+
+def test_an_invalid_bench_config_raises_when_constructed():
+    with pytest.raises(ValueError, match="bench: --num-prompts is 0; expected an integer >= 1"):
+        BenchConfig(model="m", drafter="d", datasets=[], out="o", num_prompts=0)
+
+
+def test_the_bench_command_checks_its_config_once(monkeypatch, tmp_path):
+    from sglang_dflash.bench import harness
+
+    reads = []
+    monkeypatch.setattr(harness, "read_jsonl_prompts", lambda path, limit=None: reads.append(path))
+    monkeypatch.setattr(harness, "run", lambda cfg: {})
+    data = os.path.join(SHARED_DATA, "gsm8k.jsonl")
+    args = ["bench", "--model", "m", "--drafter", "d", "--datasets", data, "--out", str(tmp_path)]
+    assert cli_main(args) == 0
+    assert reads == [data]
 
 
 def test_cpu_bench_defaults_to_the_modes_that_run_on_cpu(monkeypatch, tmp_path):
@@ -125,8 +198,24 @@ def test_cpu_bench_defaults_to_the_modes_that_run_on_cpu(monkeypatch, tmp_path):
     seen = {}
     monkeypatch.setattr(harness, "run", lambda cfg: seen.setdefault("cfg", cfg) and {})
     data = os.path.join(SHARED_DATA, "gsm8k.jsonl")
-    assert cli_main(["bench", "--model", "m", "--drafter", "d", "--datasets", data, "--out", str(tmp_path),
-                     "--device", "cpu"]) == 0
+    assert (
+        cli_main(
+            [
+                "bench",
+                "--model",
+                "m",
+                "--drafter",
+                "d",
+                "--datasets",
+                data,
+                "--out",
+                str(tmp_path),
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     assert seen["cfg"].modes == ["baseline", "dflash"] and seen["cfg"].device == "cpu"
 
 
@@ -134,12 +223,14 @@ def test_cli_argument_errors(capsys, tmp_path):
     data = os.path.join(SHARED_DATA, "gsm8k.jsonl")
     with pytest.raises(SystemExit):
         cli_main(["bench", "--model", "m", "--datasets", data, "--out", "o", "--concurrency", "0,4"])
-    assert "--concurrency '0,4' is invalid" in capsys.readouterr().err
-    assert cli_main(["bench", "--model", "m", "--datasets", data, "--out", "o", "--modes", "baseline,eagle"]) == 2
-    assert "--modes ['eagle'] is invalid" in capsys.readouterr().err
-    assert cli_main(["bench", "--model", "m", "--datasets", data, "--out", "o", "--modes", "dflash"]) == 2
-    assert "--drafter is required" in capsys.readouterr().err
-    assert cli_main(["bench", "--model", "m", "--datasets", str(tmp_path / "x.jsonl"), "--out", "o", "--modes", "baseline"]) == 2
+    assert "argument --concurrency: value is '0,4'; expected" in capsys.readouterr().err
+    bench = ["bench", "--model", "m", "--out", "o"]
+    assert cli_main([*bench, "--datasets", data, "--modes", "baseline,eagle"]) == 2
+    assert "bench: --modes is ['baseline', 'eagle']; expected" in capsys.readouterr().err
+    assert cli_main([*bench, "--datasets", data, "--modes", "dflash"]) == 2
+    assert "bench: --drafter is None; expected" in capsys.readouterr().err
+    missing = str(tmp_path / "x.jsonl")
+    assert cli_main([*bench, "--datasets", missing, "--modes", "baseline"]) == 2
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(argparse_error_type()):
         parse_concurrency("a,b")

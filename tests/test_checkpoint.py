@@ -30,7 +30,8 @@ def test_round_trip_gives_identical_generation(tmp_path, target):
     for name, tensor in drafter.state_dict().items():
         assert torch.equal(tensor, loaded.state_dict()[name]), name
     params = SamplingParams(max_new_tokens=24)
-    assert spec_generate(target, drafter, prompts(), params).token_ids == spec_generate(target, loaded, prompts(), params).token_ids
+    expected = spec_generate(target, drafter, prompts(), params).token_ids
+    assert spec_generate(target, loaded, prompts(), params).token_ids == expected
     with open(tmp_path / "config.json") as f:
         assert json.load(f)["architectures"] == ["DFlashDraftModel"]
     names = set(load_file(tmp_path / "model.safetensors"))
@@ -70,7 +71,8 @@ def test_fc_shape_error_says_what_is_expected(tmp_path, target):
     _corrupt(tmp_path, target, lambda s: s.__setitem__("fc.weight", torch.zeros(32, 96)))
     with pytest.raises(DFlashConfigError) as err:
         load_drafter(str(tmp_path))
-    assert "fc.weight shape=[32, 96]" in str(err.value) and "K*hidden_size" in str(err.value)
+    assert "DFlash drafter weights: fc.weight shape is [32, 96]; expected [32, 32]" in str(err.value)
+    assert "K*hidden_size" in str(err.value)
 
 
 def test_missing_tensor_is_named(tmp_path, target):
@@ -98,7 +100,7 @@ def test_unreadable_weights_and_missing_weights(tmp_path, target):
 def test_load_validates_against_target(tmp_path, target):
     save_drafter(make_tiny_drafter(target.config, seed=9), str(tmp_path))
     other = make_tiny_target("qwen3", hidden_size=48, head_dim=12).config
-    with pytest.raises(DFlashConfigError, match="hidden_size=32"):
+    with pytest.raises(DFlashConfigError, match="hidden_size is 32; expected the target's hidden_size=48"):
         load_drafter(str(tmp_path), target_config=other)
 
 

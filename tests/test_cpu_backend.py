@@ -1,33 +1,37 @@
 """DFLASH on SGLang's CPU device without a server: block attention against plain SDPA over the
 whole sequence, the server-argument handling for ``--device cpu``, and ServerArgs through the
-real host (in a fresh interpreter, as hooks patch SGLang process-wide)."""
+real host (in a fresh interpreter, ``tests/scenarios/plugin_host.py``, as hooks patch SGLang
+process-wide)."""
 
 from types import SimpleNamespace
 
 import pytest
+import scenarios
 import torch
+from cpu_server import cpu_environment
 
-pytest.importorskip("sglang", reason="needs the sglang extra installed")
+from sglang_dflash.config import DFlashConfigError
+from sglang_dflash.serving.cpu_backend import block_attention, block_attention_mask, configure_cpu_server_args
 
-from cpu_server import cpu_environment  # noqa: E402
-from sglang.srt.layers.radix_attention import AttentionType  # noqa: E402
-from test_sglang_plugin import run_python  # noqa: E402
-
-from sglang_dflash.config import DFlashConfigError  # noqa: E402
-from sglang_dflash.serving.cpu_backend import (  # noqa: E402
-    block_attention,
-    block_attention_mask,
-    configure_cpu_server_args,
+radix_attention = pytest.importorskip(
+    "sglang.srt.layers.radix_attention", reason="needs the sglang extra installed"
 )
-from sglang_dflash.testing import save_tiny_pair  # noqa: E402
+AttentionType = radix_attention.AttentionType
 
 HEADS, KV_HEADS, DIM, BLOCK = 4, 2, 8, 4
 
 
 def layer(attn_type=AttentionType.DECODER, window=-1):
-    return SimpleNamespace(tp_q_head_num=HEADS, tp_k_head_num=KV_HEADS, qk_head_dim=DIM, v_head_dim=DIM,
-                           scaling=DIM**-0.5, attn_type=attn_type, is_cross_attention=False,
-                           sliding_window_size=window)
+    return SimpleNamespace(
+        tp_q_head_num=HEADS,
+        tp_k_head_num=KV_HEADS,
+        qk_head_dim=DIM,
+        v_head_dim=DIM,
+        scaling=DIM**-0.5,
+        attn_type=attn_type,
+        is_cross_attention=False,
+        sliding_window_size=window,
+    )
 
 
 def whole_sequence_attention(q, k, v, causal, window=-1):
@@ -38,12 +42,20 @@ def whole_sequence_attention(q, k, v, causal, window=-1):
     if window > -1:
         mask &= pos[None, :] >= pos[:, None] - window
     out = torch.nn.functional.scaled_dot_product_attention(
-        q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), attn_mask=mask, scale=DIM**-0.5, enable_gqa=True)
+        q.transpose(0, 1),
+        k.transpose(0, 1),
+        v.transpose(0, 1),
+        attn_mask=mask,
+        scale=DIM**-0.5,
+        enable_gqa=True,
+    )
     return out.transpose(0, 1)
 
 
-@pytest.mark.parametrize("attn_type,window", [(AttentionType.DECODER, -1), (AttentionType.ENCODER_ONLY, -1),
-                                              (AttentionType.DECODER, 5)])
+@pytest.mark.parametrize(
+    "attn_type,window",
+    [(AttentionType.DECODER, -1), (AttentionType.ENCODER_ONLY, -1), (AttentionType.DECODER, 5)],
+)
 def test_block_attention_equals_attention_over_the_whole_sequence(attn_type, window):
     """Two requests with different prefixes in a shuffled pool: each block row equals the row of
     attention over [prefix ; block] computed in one piece (causal for the target, full for the drafter)."""
@@ -52,17 +64,26 @@ def test_block_attention_equals_attention_over_the_whole_sequence(attn_type, win
     pool_size = 64
     key_buffer = torch.randn(pool_size, KV_HEADS, DIM, generator=gen)
     value_buffer = torch.randn(pool_size, KV_HEADS, DIM, generator=gen)
-    req_to_token = torch.randperm(pool_size, generator=gen)[:2 * 24].view(2, 24)
+    req_to_token = torch.randperm(pool_size, generator=gen)[: 2 * 24].view(2, 24)
     q = torch.randn(2 * BLOCK, HEADS * DIM, generator=gen)
-    out = block_attention(q, layer(attn_type, window), key_buffer, value_buffer, req_to_token, torch.tensor([1, 0]),
-                          prefix_lens, BLOCK)
+    out = block_attention(
+        q,
+        layer(attn_type, window),
+        key_buffer,
+        value_buffer,
+        req_to_token,
+        torch.tensor([1, 0]),
+        prefix_lens,
+        BLOCK,
+    )
     for row, (pool_row, prefix) in enumerate(zip([1, 0], prefix_lens.tolist())):
         slots = req_to_token[pool_row, : prefix + BLOCK]
         queries = torch.randn(prefix + BLOCK, HEADS, DIM, generator=gen)
-        queries[prefix:] = q[row * BLOCK:(row + 1) * BLOCK].view(BLOCK, HEADS, DIM)
-        expected = whole_sequence_attention(queries, key_buffer[slots], value_buffer[slots],
-                                            attn_type != AttentionType.ENCODER_ONLY, window)[prefix:]
-        torch.testing.assert_close(out[row * BLOCK:(row + 1) * BLOCK].view(BLOCK, HEADS, DIM), expected)
+        queries[prefix:] = q[row * BLOCK : (row + 1) * BLOCK].view(BLOCK, HEADS, DIM)
+        expected = whole_sequence_attention(
+            queries, key_buffer[slots], value_buffer[slots], attn_type != AttentionType.ENCODER_ONLY, window
+        )[prefix:]
+        torch.testing.assert_close(out[row * BLOCK : (row + 1) * BLOCK].view(BLOCK, HEADS, DIM), expected)
 
 
 def test_block_mask_is_causal_inside_the_block_and_honours_a_window():
@@ -74,10 +95,19 @@ def test_block_mask_is_causal_inside_the_block_and_honours_a_window():
 
 
 def cpu_args(**overrides):
-    fields = dict(device="cpu", enable_dp_attention=False, pp_size=1, attention_backend=None,
-                  speculative_draft_attention_backend=None, speculative_num_steps=None, speculative_eagle_topk=None,
-                  speculative_draft_window_size=None, speculative_num_draft_tokens=16, max_running_requests=None,
-                  enable_mixed_chunk=True)
+    fields = dict(
+        device="cpu",
+        enable_dp_attention=False,
+        pp_size=1,
+        attention_backend=None,
+        speculative_draft_attention_backend=None,
+        speculative_num_steps=None,
+        speculative_eagle_topk=None,
+        speculative_draft_window_size=None,
+        speculative_num_draft_tokens=16,
+        max_running_requests=None,
+        enable_mixed_chunk=True,
+    )
     fields.update(overrides)
     return SimpleNamespace(**fields)
 
@@ -86,48 +116,54 @@ def cpu_args(**overrides):
 def test_cpu_server_args_pin_torch_native_and_one_step(host_default):
     args = cpu_args(attention_backend=host_default)
     configure_cpu_server_args(args)
-    assert (args.attention_backend, args.speculative_draft_attention_backend) == ("torch_native", "torch_native")
+    assert args.attention_backend == args.speculative_draft_attention_backend == "torch_native"
     assert (args.speculative_num_steps, args.speculative_eagle_topk, args.max_running_requests) == (1, 1, 48)
     assert args.enable_mixed_chunk is False
 
 
-@pytest.mark.parametrize("overrides,flag", [
-    ({"attention_backend": "flashinfer"}, "--attention-backend"),
-    ({"speculative_draft_attention_backend": "flashinfer"}, "--speculative-draft-attention-backend"),
-    ({"pp_size": 2}, "--pp-size"),
-    ({"enable_dp_attention": True}, "--enable-dp-attention"),
-    ({"speculative_draft_window_size": 8}, "--speculative-draft-window-size"),
-])
+@pytest.mark.parametrize(
+    "overrides,flag",
+    [
+        ({"attention_backend": "flashinfer"}, "--attention-backend"),
+        ({"speculative_draft_attention_backend": "flashinfer"}, "--speculative-draft-attention-backend"),
+        ({"pp_size": 2}, "--pp-size"),
+        ({"enable_dp_attention": True}, "--enable-dp-attention"),
+        ({"speculative_draft_window_size": 8}, "--speculative-draft-window-size"),
+    ],
+)
 def test_cpu_server_args_reject_what_the_cpu_path_cannot_run(overrides, flag):
     with pytest.raises(DFlashConfigError, match=flag):
         configure_cpu_server_args(cpu_args(**overrides))
 
 
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory):
-    return save_tiny_pair(str(tmp_path_factory.mktemp("cpu-pair")), "qwen3", block_size=4, num_layers=2)
+SERVER_ARGS_FIELDS = [
+    "attention_backend",
+    "speculative_draft_attention_backend",
+    "speculative_num_draft_tokens",
+    "speculative_num_steps",
+]
 
 
-def server_args_code(target: str, drafter: str) -> str:
-    return f"""
-        load_plugins()
-        from sglang.srt.server_args import ServerArgs
-        try:
-            sa = ServerArgs(model_path={target!r}, speculative_algorithm="DFLASH", device="cpu",
-                            speculative_draft_model_path={drafter!r})
-            result = dict(attention=sa.attention_backend, draft=sa.speculative_draft_attention_backend,
-                          block=sa.speculative_num_draft_tokens, steps=sa.speculative_num_steps)
-        except Exception as e:
-            result = dict(error=str(e))
-        print("RESULT " + json.dumps(result))
-    """
+def cpu_server_args(pair: tuple[str, str], **env: str) -> dict | str:
+    """DFLASH ServerArgs for ``--device cpu`` in a host with the CPU settings: the fields our CPU
+    handling sets, or the error message."""
+    target, drafter = pair
+    check = (
+        "server_args",
+        {"target": target, "draft": drafter, "device": "cpu", "fields": SERVER_ARGS_FIELDS},
+    )
+    return scenarios.plugin_host({"cpu": check}, env={**cpu_environment(), **env})["cpu"]
 
 
-def test_server_args_accept_dflash_on_cpu_with_our_plugin(pair):
-    result = run_python(server_args_code(*pair), env_extra=cpu_environment())
-    assert result == {"attention": "torch_native", "draft": "torch_native", "block": 4, "steps": 1}
+def test_server_args_accept_dflash_on_cpu_with_our_plugin(qwen3_pair):
+    assert cpu_server_args(qwen3_pair) == {
+        "attention_backend": "torch_native",
+        "speculative_draft_attention_backend": "torch_native",
+        "speculative_num_draft_tokens": 4,
+        "speculative_num_steps": 1,
+    }
 
 
-def test_the_builtin_dflash_still_refuses_cpu(pair):
-    result = run_python(server_args_code(*pair), env_extra={**cpu_environment(), "SGLANG_DFLASH_IMPL": "builtin"})
-    assert "only supports CUDA" in result.get("error", ""), result
+def test_the_builtin_dflash_still_refuses_cpu(qwen3_pair):
+    message = cpu_server_args(qwen3_pair, SGLANG_DFLASH_IMPL="builtin")
+    assert isinstance(message, str) and "only supports CUDA" in message, message

@@ -20,16 +20,31 @@ from sglang_dflash.testing import save_tiny_pair
 
 pytest.importorskip("sglang", reason="needs the sglang extra installed")
 
-PAIR_CHECKS = ["drafter path", "drafter config.json", "target config.json", "drafter fits target",
-               "attention-only target", "target captures hidden states", "drafter weights", "draft layers",
-               "block size", "dtype"]
+PAIR_CHECKS = [
+    "drafter path",
+    "drafter config.json",
+    "target config.json",
+    "drafter fits target",
+    "attention-only target",
+    "target captures hidden states",
+    "drafter weights",
+    "draft layers",
+    "block size",
+    "dtype",
+]
 
 
 def doctor(*args: str, env_extra: dict | None = None) -> tuple[int, dict]:
     """(exit status, JSON report) of one ``doctor --json`` run."""
     command = [sys.executable, "-m", "sglang_dflash.cli", "doctor", "--json", *args]
-    proc = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env_extra or {})})
+    proc = subprocess.run(
+        command,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env_extra or {})},
+    )
     start = proc.stdout.find("{")
     assert start >= 0, f"no report (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
     return proc.returncode, json.loads(proc.stdout[start:])
@@ -86,33 +101,48 @@ def test_each_failing_startup_check_is_named_and_the_exit_is_non_zero(pair):
     status, report = doctor("--target", target, "--drafter", bad, "--speculative-num-draft-tokens", "8")
     checks = verdicts(report)
     assert status == 1 and not report["ok"]
-    assert "vocab_size=96" in checks["drafter fits target"]["detail"]
-    assert "fc.weight shape=[32, 96]" in checks["drafter weights"]["detail"]
-    assert "--speculative-num-draft-tokens=8" in checks["block size"]["detail"]
+    assert "vocab_size is 96" in checks["drafter fits target"]["detail"]
+    assert "fc.weight shape is [32, 96]" in checks["drafter weights"]["detail"]
+    block_size = checks["block size"]["detail"]
+    assert block_size.startswith("sglang-dflash: --speculative-num-draft-tokens is 8; expected")
     failed = {name for name, c in checks.items() if not c["ok"]}
-    assert failed == {"drafter fits target", "drafter weights", "block size",
-                      "target captures hidden states"}, checks
+    assert failed == {
+        "drafter fits target",
+        "drafter weights",
+        "block size",
+        "target captures hidden states",
+    }, checks
     assert checks["target captures hidden states"]["detail"].startswith("skipped: needs a drafter that fits")
     assert all("expected" in checks[name]["detail"] for name in failed - {"target captures hidden states"})
 
 
 def test_a_missing_drafter_and_a_bad_switch_fail_and_later_checks_are_skipped(pair, tmp_path):
     target = pair[0]
-    status, report = doctor("--target", target, "--drafter", str(tmp_path / "nope"),
-                            env_extra={"SGLANG_DFLASH_IMPL": "ours-please"})
+    status, report = doctor(
+        "--target",
+        target,
+        "--drafter",
+        str(tmp_path / "nope"),
+        env_extra={"SGLANG_DFLASH_IMPL": "ours-please"},
+    )
     checks = verdicts(report)
     assert status == 1
-    assert "SGLANG_DFLASH_IMPL='ours-please' is invalid" in checks["DFLASH implementation"]["detail"]
-    assert "--speculative-draft-model-path=" in checks["drafter path"]["detail"]
+    assert "SGLANG_DFLASH_IMPL is 'ours-please'" in checks["DFLASH implementation"]["detail"]
+    assert checks["drafter path"]["detail"].startswith("sglang-dflash: --speculative-draft-model-path is ")
     assert checks["target config.json"]["ok"], "checks that do not need the drafter still run"
     assert checks["drafter weights"]["detail"].startswith("skipped: needs a drafter directory")
 
 
 def test_the_text_report_marks_each_check_and_counts_failures():
-    report = {"versions": {"sglang": "0.5.16", "torch": None}, "device": "CPU (2 cores)", "ok": False,
-              "checks": [{"name": "plugin registered", "ok": True, "detail": "hooks installed"},
-                         {"name": "block size", "ok": False,
-                          "detail": "--speculative-num-draft-tokens=8 ..."}]}
+    report = {
+        "versions": {"sglang": "0.5.16", "torch": None},
+        "device": "CPU (2 cores)",
+        "ok": False,
+        "checks": [
+            {"name": "plugin registered", "ok": True, "detail": "hooks installed"},
+            {"name": "block size", "ok": False, "detail": "--speculative-num-draft-tokens=8 ..."},
+        ],
+    }
     text = format_report(report)
     assert "[ok] plugin registered: hooks installed" in text
     assert "[FAIL] block size: --speculative-num-draft-tokens=8 ..." in text

@@ -5,13 +5,15 @@ import math
 import pytest
 import torch
 
-from sglang_dflash.draft_model import DFlashDraftModel, rope_inv_freq
 from sglang_dflash.config import draft_config_for_target
+from sglang_dflash.draft_model import DFlashDraftModel, rope_inv_freq
 from sglang_dflash.testing import init_drafter_weights, tiny_target_config
 
 
 def drafter(num_layers=2, **overrides):
-    cfg = draft_config_for_target(tiny_target_config("qwen3"), num_layers=num_layers, block_size=4, **overrides)
+    cfg = draft_config_for_target(
+        tiny_target_config("qwen3"), num_layers=num_layers, block_size=4, **overrides
+    )
     return init_drafter_weights(DFlashDraftModel(cfg), seed=0).eval()
 
 
@@ -49,9 +51,14 @@ def test_matches_a_naive_transcription_of_the_method():
     def rms(x, w):
         return w * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + cfg.rms_norm_eps)
 
-    rotary = Qwen3RotaryEmbedding(Qwen3Config(head_dim=cfg.head_dim, hidden_size=cfg.hidden_size,
-                                              num_attention_heads=cfg.num_attention_heads,
-                                              rope_parameters=cfg.rope_parameters))
+    rotary = Qwen3RotaryEmbedding(
+        Qwen3Config(
+            head_dim=cfg.head_dim,
+            hidden_size=cfg.hidden_size,
+            num_attention_heads=cfg.num_attention_heads,
+            rope_parameters=cfg.rope_parameters,
+        )
+    )
     context = rms(feats @ model.fc.weight.T, model.hidden_norm.weight)  # [1, 6, H]
     h = rms(embeds, layer.input_layernorm.weight)
     d, nq, nkv = cfg.head_dim, cfg.num_attention_heads, cfg.num_key_value_heads
@@ -67,7 +74,11 @@ def test_matches_a_naive_transcription_of_the_method():
     x = embeds + (weights @ v).transpose(1, 2).reshape(1, 4, -1) @ attn.o_proj.weight.T
     hm = rms(x, layer.post_attention_layernorm.weight)
     mlp = layer.mlp
-    x = x + (torch.nn.functional.silu(hm @ mlp.gate_proj.weight.T) * (hm @ mlp.up_proj.weight.T)) @ mlp.down_proj.weight.T
+    x = (
+        x
+        + (torch.nn.functional.silu(hm @ mlp.gate_proj.weight.T) * (hm @ mlp.up_proj.weight.T))
+        @ mlp.down_proj.weight.T
+    )
     expected = rms(x, model.norm.weight)
 
     got = model.draft_block(embeds, positions, full_cache(model, feats))
@@ -90,7 +101,7 @@ def test_incremental_ragged_context_equals_one_shot():
         valid = torch.zeros(2, width, dtype=torch.bool)
         pos = torch.zeros(2, width, dtype=torch.long)
         for row, n in enumerate(sizes):
-            chunk[row, :n] = feats[row, done[row]:done[row] + n]
+            chunk[row, :n] = feats[row, done[row] : done[row] + n]
             valid[row, :n] = True
             pos[row, :n] = torch.arange(done[row], done[row] + n)
             done[row] += n
@@ -125,18 +136,32 @@ def test_sliding_layers_are_windowed_and_causal_inside_the_block():
     assert sliding[3].nonzero().flatten().tolist() == [6, 7, 8]
 
 
-@pytest.mark.parametrize("rope", [
-    {"rope_type": "default", "rope_theta": 10000.0},
-    {"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0},
-    {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
-     "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
-])
+@pytest.mark.parametrize(
+    "rope",
+    [
+        {"rope_type": "default", "rope_theta": 10000.0},
+        {"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0},
+        {
+            "rope_type": "llama3",
+            "rope_theta": 500000.0,
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
+    ],
+)
 def test_rope_matches_transformers(rope):
     from transformers import LlamaConfig
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-    hf_config = LlamaConfig(hidden_size=64, num_attention_heads=1, head_dim=64, rope_parameters=dict(rope),
-                            max_position_embeddings=256)
+    hf_config = LlamaConfig(
+        hidden_size=64,
+        num_attention_heads=1,
+        head_dim=64,
+        rope_parameters=dict(rope),
+        max_position_embeddings=256,
+    )
     if rope["rope_type"] == "default":
         expected = 1.0 / (rope["rope_theta"] ** (torch.arange(0, 64, 2).float() / 64))
     else:

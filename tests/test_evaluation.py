@@ -3,7 +3,12 @@
 import torch
 
 from sglang_dflash import SamplingParams, spec_generate
-from sglang_dflash.evaluation import ConsistencyReport, exact_match_summary, first_divergence, teacher_forced_gaps
+from sglang_dflash.evaluation import (
+    ConsistencyReport,
+    exact_match_summary,
+    first_divergence,
+    teacher_forced_gaps,
+)
 from sglang_dflash.testing import make_tiny_drafter, make_tiny_target
 
 PROMPTS = [[3, 4, 5], [7], [9, 10, 11, 12, 13]]

@@ -69,4 +69,6 @@ def test_triton_kv_write_matches_twin_and_touches_only_its_slots(dtype):
 
 def test_unsupported_head_dim_is_rejected():
     with pytest.raises(ValueError, match="head_dim=12"):
-        norm_rope_triton(torch.randn(2, 1, 12), torch.ones(12), torch.zeros(2, dtype=torch.long), torch.zeros(4, 12), 1e-6)
+        norm_rope_triton(
+            torch.randn(2, 1, 12), torch.ones(12), torch.zeros(2, dtype=torch.long), torch.zeros(4, 12), 1e-6
+        )

@@ -13,22 +13,31 @@ import itertools
 
 import pytest
 import torch
+from stats import chi_square_pvalue
 
 import sglang_dflash.speculative as speculative
 from sglang_dflash import SamplingParams, spec_generate
 from sglang_dflash.speculative import BatchSampling, sampling_probs
 from sglang_dflash.testing import make_tiny_drafter, make_tiny_target
-from stats import chi_square_pvalue
 
 VOCAB, K, N, PROMPT = 6, 3, 12_000, [1, 2, 3]
 
 
 @pytest.fixture(scope="module")
 def pair():
-    target = make_tiny_target("llama", seed=11, vocab_size=VOCAB, hidden_size=16, head_dim=4,
-                              intermediate_size=32, num_hidden_layers=4, initializer_range=0.2)
-    drafter = make_tiny_drafter(target.config, seed=12, std=0.3, block_size=4, mask_token_id=0,
-                                target_layer_ids=[1, 2])
+    target = make_tiny_target(
+        "llama",
+        seed=11,
+        vocab_size=VOCAB,
+        hidden_size=16,
+        head_dim=4,
+        intermediate_size=32,
+        num_hidden_layers=4,
+        initializer_range=0.2,
+    )
+    drafter = make_tiny_drafter(
+        target.config, seed=12, std=0.3, block_size=4, mask_token_id=0, target_layer_ids=[1, 2]
+    )
     return target, drafter
 
 
@@ -46,7 +55,8 @@ def exact_distribution(target, params: SamplingParams) -> torch.Tensor:
 
 
 def sampled_counts(target, drafter, params: SamplingParams, seed: int) -> torch.Tensor:
-    result = spec_generate(target, drafter, [PROMPT] * N, params, generator=torch.Generator().manual_seed(seed))
+    generator = torch.Generator().manual_seed(seed)
+    result = spec_generate(target, drafter, [PROMPT] * N, params, generator=generator)
     seqs = torch.tensor(result.token_ids)
     index = (seqs * torch.tensor([VOCAB ** (K - 1 - i) for i in range(K)])).sum(1)
     return torch.bincount(index, minlength=VOCAB**K).view([VOCAB] * K), result
@@ -54,7 +64,9 @@ def sampled_counts(target, drafter, params: SamplingParams, seed: int) -> torch.
 
 SETTINGS = {
     "temperature 1": SamplingParams(temperature=1.0, max_new_tokens=K),
-    "temperature 0.7, top-k 4, top-p 0.9": SamplingParams(temperature=0.7, top_k=4, top_p=0.9, max_new_tokens=K),
+    "temperature 0.7, top-k 4, top-p 0.9": SamplingParams(
+        temperature=0.7, top_k=4, top_p=0.9, max_new_tokens=K
+    ),
 }
 
 
@@ -63,8 +75,8 @@ def test_speculative_sampling_matches_target_distribution(pair, name):
     target, drafter = pair
     params = SETTINGS[name]
     counts, result = sampled_counts(target, drafter, params, seed=0)
-    assert any(a > 1 for row in result.accept_lengths for a in row), "drafts must sometimes be accepted"
-    assert any(a == 1 for row in result.accept_lengths for a in row), "and sometimes rejected"
+    assert any(a > 1 for row in result.accept_lens for a in row), "drafts must sometimes be accepted"
+    assert any(a == 1 for row in result.accept_lens for a in row), "and sometimes rejected"
     assert chi_square_pvalue(counts, exact_distribution(target, params)) > 1e-3
 
 

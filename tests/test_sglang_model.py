@@ -13,21 +13,24 @@ import torch
 
 pytest.importorskip("sglang.srt.layers.radix_attention", reason="needs the sglang extra installed")
 
-from sglang.srt.model_executor.forward_batch_info import ForwardMode  # noqa: E402
-from sglang.srt.model_executor.forward_context import ForwardContext, forward_context  # noqa: E402
+from sglang.srt.model_executor.forward_batch_info import ForwardMode
+from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
+from sglang_fakes import POOL_SIZE, TorchBlockAttention, TorchPool
 
-from sglang_dflash import save_drafter  # noqa: E402
-from sglang_dflash.checkpoint import read_state_dict  # noqa: E402
-from sglang_dflash.serving.inject import ContextInjector  # noqa: E402
-from sglang_dflash.serving.model import DFlashDrafterForSGLang as SGLangDrafter  # noqa: E402
-from sglang_dflash.testing import make_tiny_drafter, tiny_target_config  # noqa: E402
-from sglang_fakes import POOL_SIZE, TorchBlockAttention, TorchPool  # noqa: E402
+from sglang_dflash import save_drafter
+from sglang_dflash.checkpoint import read_state_dict
+from sglang_dflash.serving.inject import ContextInjector
+from sglang_dflash.serving.model import DFlashDrafterForSGLang as SGLangDrafter
+from sglang_dflash.testing import make_tiny_drafter, tiny_target_config
+
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     from transformers import AutoConfig
 
-    target_cfg = tiny_target_config("qwen3", vocab_size=48, hidden_size=32, num_attention_heads=4, num_key_value_heads=2)
+    target_cfg = tiny_target_config(
+        "qwen3", vocab_size=48, hidden_size=32, num_attention_heads=4, num_key_value_heads=2
+    )
     reference = make_tiny_drafter(target_cfg, seed=5, num_layers=2, block_size=4, target_layer_ids=[1, 3, 4])
     path = str(tmp_path_factory.mktemp("drafter"))
     save_drafter(reference, path)
@@ -78,23 +81,32 @@ def test_block_logits_equal_the_reference(pair, use_triton):
     for r, n in enumerate(lengths, start=1):
         injector(feats[r - 1], torch.arange(n), req_to_token[r, :n])
 
-    b = cfg.block_size
-    bonus = torch.tensor([5, 17])
-    block = torch.full((2, b), cfg.mask_token_id)
-    block[:, 0] = bonus
+    block_size = cfg.block_size
+    bonus_tokens = torch.tensor([5, 17])
+    block = torch.full((2, block_size), cfg.mask_token_id)
+    block[:, 0] = bonus_tokens
     seq_lens = torch.tensor(lengths)
-    positions = seq_lens[:, None] + torch.arange(b)
-    out_cache_loc = torch.cat([req_to_token[r, n:n + b] for r, n in enumerate(lengths, start=1)])
-    fb = SimpleNamespace(forward_mode=ForwardMode.TARGET_VERIFY, req_pool_indices=torch.tensor([1, 2]), seq_lens=seq_lens,
-                         out_cache_loc=out_cache_loc, spec_info=SimpleNamespace(draft_token_num=b))
+    positions = seq_lens[:, None] + torch.arange(block_size)
+    out_cache_loc = torch.cat([req_to_token[r, n : n + block_size] for r, n in enumerate(lengths, start=1)])
+    fb = SimpleNamespace(
+        forward_mode=ForwardMode.TARGET_VERIFY,
+        req_pool_indices=torch.tensor([1, 2]),
+        seq_lens=seq_lens,
+        out_cache_loc=out_cache_loc,
+        spec_info=SimpleNamespace(draft_token_num=block_size),
+    )
     with forward_context(ForwardContext(attn_backend=TorchBlockAttention(pool, req_to_token))):
-        got = model(block.reshape(-1), positions.reshape(-1), fb).next_token_logits.view(2, b, -1)
+        got = model(block.reshape(-1), positions.reshape(-1), fb).next_token_logits.view(2, block_size, -1)
 
     for r, n in enumerate(lengths):
         cache = reference.new_cache(1, "cpu", torch.float32)
-        reference.extend_cache(cache, feats[r][None], torch.ones(1, n, dtype=torch.bool), torch.arange(n)[None])
-        hidden = reference.draft_block(embed[block[r:r + 1]], positions[r:r + 1], cache)
-        assert torch.allclose(got[r], hidden[0] @ head.T, atol=1e-4), (got[r] - hidden[0] @ head.T).abs().max()
+        reference.extend_cache(
+            cache, feats[r][None], torch.ones(1, n, dtype=torch.bool), torch.arange(n)[None]
+        )
+        hidden = reference.draft_block(embed[block[r : r + 1]], positions[r : r + 1], cache)
+        assert torch.allclose(got[r], hidden[0] @ head.T, atol=1e-4), (
+            (got[r] - hidden[0] @ head.T).abs().max()
+        )
 
 
 def test_load_weights_rejects_a_wrong_checkpoint(pair):
@@ -110,7 +122,7 @@ def test_context_kv_weight_stacks_every_layers_k_and_v_rows(pair):
     kv = reference.config.num_key_value_heads * reference.config.head_dim
     assert w.shape == (2 * 2 * kv, reference.config.hidden_size)
     assert torch.equal(w[:kv], reference.layers[0].self_attn.k_proj.weight)
-    assert torch.equal(w[3 * kv:], reference.layers[1].self_attn.v_proj.weight)
+    assert torch.equal(w[3 * kv :], reference.layers[1].self_attn.v_proj.weight)
 
 
 def test_drafter_weights_and_outputs_carry_no_autograd_state(pair):

@@ -13,30 +13,31 @@ from sglang_dflash.testing import tiny_target_config
 
 pytest.importorskip("sglang.srt.speculative.spec_info", reason="needs the sglang extra installed")
 
-from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode  # noqa: E402
-from sglang.srt.speculative.spec_info import SpecInputType  # noqa: E402
+from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
+from sglang.srt.speculative.spec_info import SpecInputType
 
-from sglang_dflash import speculative as spec  # noqa: E402
-from sglang_dflash.serving import spec_inputs  # noqa: E402
-from sglang_dflash.serving.spec_inputs import DFlashBlockInput, DFlashDraftInput  # noqa: E402
-from sglang_dflash.serving.validation import unsupported_request_option  # noqa: E402
-from sglang_dflash.serving.worker import (  # noqa: E402
-    DFlashWorker,
-    accept_block,
-    batch_sampling,
-    choose_drafts,
-)
+from sglang_dflash import speculative as spec
+from sglang_dflash.serving import spec_inputs
+from sglang_dflash.serving.spec_inputs import DFlashBlockInput, DFlashDraftInput
+from sglang_dflash.serving.validation import unsupported_request_option
+from sglang_dflash.serving.worker import DFlashWorker, batch_sampling
 
 TOP_K_ALL = 1 << 30
 
 
 def sampling_info(temps, top_ks, top_ps=None, min_ps=None):
+    """SGLang's SamplingBatchInfo fields, the host-side flags computed as the host computes them."""
     n = len(temps)
+    top_ps, min_ps = top_ps or [1.0] * n, min_ps or [0.0] * n
     return SimpleNamespace(
         temperatures=torch.tensor(temps, dtype=torch.float32)[:, None],
         top_ks=torch.tensor(top_ks, dtype=torch.int32),
-        top_ps=torch.tensor(top_ps or [1.0] * n),
-        min_ps=torch.tensor(min_ps or [0.0] * n),
+        top_ps=torch.tensor(top_ps),
+        min_ps=torch.tensor(min_ps),
+        is_all_greedy=all(k <= 1 for k in top_ks),
+        need_top_k_sampling=any(k != TOP_K_ALL for k in top_ks),
+        need_top_p_sampling=any(p != 1.0 for p in top_ps),
+        need_min_p_sampling=any(p > 0 for p in min_ps),
     )
 
 
@@ -53,14 +54,16 @@ def test_mixed_batch_acceptance_matches_the_reference_functions():
     draft_logits = target_logits[:, :3] + torch.randn(3, 3, 12, generator=g)
     sampling = batch_sampling(sampling_info([1.0, 1.0, 0.8], [1, TOP_K_ALL, TOP_K_ALL]), 3)
     torch.manual_seed(1)
-    drafts, draft_probs = choose_drafts(draft_logits, sampling, all_greedy=False, filters=False)
+    drafts, draft_probs = spec.draft_tokens(draft_logits, sampling)
     assert drafts[0].tolist() == draft_logits[0].argmax(-1).tolist()  # the greedy row drafts argmax
     torch.manual_seed(2)
-    accepted, emitted = accept_block(drafts, draft_probs, target_logits, sampling, all_greedy=False, filters=False)
+    accepted, emitted = spec.accept(drafts, draft_probs, target_logits, sampling)
     greedy_len, greedy_emitted = spec.greedy_accept(drafts, target_logits)
     assert accepted[0] == greedy_len[0] and torch.equal(emitted[0], greedy_emitted[0])
     torch.manual_seed(2)
-    s_len, s_emitted = spec.speculative_sampling_accept(drafts, draft_probs, spec.sampling_probs(target_logits, sampling))
+    s_len, s_emitted = spec.speculative_sampling_accept(
+        drafts, draft_probs, spec.sampling_probs(target_logits, sampling)
+    )
     assert torch.equal(accepted[1:], s_len[1:]) and torch.equal(emitted[1:], s_emitted[1:])
 
 
@@ -68,35 +71,47 @@ def test_all_greedy_fast_path_is_the_greedy_rule():
     g = torch.Generator().manual_seed(3)
     target_logits = torch.randn(2, 5, 9, generator=g)
     sampling = batch_sampling(sampling_info([1.0, 1.0], [1, 1]), 2)
-    drafts, probs = choose_drafts(target_logits[:, :4], sampling, all_greedy=True, filters=False)
+    drafts, probs = spec.draft_tokens(target_logits[:, :4], sampling)
     assert probs is None
-    accepted, emitted = accept_block(drafts, probs, target_logits, sampling, all_greedy=True, filters=False)
+    accepted, emitted = spec.accept(drafts, probs, target_logits, sampling)
     assert accepted.tolist() == [4, 4]  # drafts equal to the target's argmax are all accepted
     assert emitted.tolist() == target_logits.argmax(-1).tolist()
 
 
 def fake_batch(reqs, page_size=1, row_width=64):
     return SimpleNamespace(
-        reqs=reqs, maybe_evict_swa=lambda: None,
+        reqs=reqs,
+        maybe_evict_swa=lambda: None,
         sampling_info=SimpleNamespace(penalizer_orchestrator=SimpleNamespace(is_required=False)),
         token_to_kv_pool_allocator=SimpleNamespace(page_size=page_size),
         req_to_token_pool=SimpleNamespace(req_to_token=torch.zeros(4, row_width, dtype=torch.int32)),
-        req_pool_indices=torch.arange(len(reqs)), tree_cache=None, device="cpu",
+        req_pool_indices=torch.arange(len(reqs)),
+        tree_cache=None,
+        device="cpu",
     )
 
 
 def req(committed, allocated):
-    return SimpleNamespace(kv_committed_len=committed, kv=SimpleNamespace(kv_allocated_len=allocated), decode_batch_idx=0)
+    return SimpleNamespace(
+        kv_committed_len=committed, kv=SimpleNamespace(kv_allocated_len=allocated), decode_batch_idx=0
+    )
 
 
 @pytest.mark.parametrize("page_size", [1, 4])
 def test_decode_reservation_keeps_two_blocks_beyond_the_committed_length(monkeypatch, page_size):
     calls = {}
-    monkeypatch.setattr("sglang.srt.mem_cache.allocation.alloc_for_spec_decode", lambda *a, **kw: calls.update(kw))
+    monkeypatch.setattr(
+        "sglang.srt.mem_cache.allocation.alloc_for_spec_decode", lambda *a, **kw: calls.update(kw)
+    )
     monkeypatch.setattr("sglang.srt.mem_cache.allocation_sizing.get_alloc_reserve_per_decode", lambda: 2 * 16)
     reqs = [req(10, 10), req(30, 70), req(50, 50)]
-    DFlashDraftInput(torch.zeros(3, dtype=torch.long), 16).prepare_for_decode(fake_batch(reqs, page_size, row_width=72))
-    rounded = lambda n: (n + page_size - 1) // page_size * page_size  # noqa: E731
+    DFlashDraftInput(torch.zeros(3, dtype=torch.long), 16).prepare_for_decode(
+        fake_batch(reqs, page_size, row_width=72)
+    )
+
+    def rounded(n: int) -> int:
+        return (n + page_size - 1) // page_size * page_size
+
     # 10+32 rounded; already enough for the second; the third is clamped to the req_to_token row.
     assert calls["nxt_kv_lens_cpu"].tolist() == [rounded(42), 70, 72]
     assert calls["cur_kv_lens_cpu"].tolist() == [10, 70, 50]
@@ -128,13 +143,20 @@ def test_block_input_is_a_mask_free_verify_input():
 
 
 def test_unsupported_request_options_get_clear_messages():
-    plain = SimpleNamespace(return_logprob=False, return_hidden_states=False,
-                            sampling_params=SimpleNamespace(json_schema=None, regex=None, ebnf=None, structural_tag=None))
+    plain = SimpleNamespace(
+        return_logprob=False,
+        return_hidden_states=False,
+        sampling_params=SimpleNamespace(json_schema=None, regex=None, ebnf=None, structural_tag=None),
+    )
     assert unsupported_request_option(plain, True) is None
-    assert "return_logprob" in unsupported_request_option(SimpleNamespace(**{**vars(plain), "return_logprob": True}), True)
+    assert "return_logprob" in unsupported_request_option(
+        SimpleNamespace(**{**vars(plain), "return_logprob": True}), True
+    )
     grammar = SimpleNamespace(**{**vars(plain), "sampling_params": SimpleNamespace(json_schema="{}")})
     assert "grammar" in unsupported_request_option(grammar, False)
-    assert "return_hidden_states" in unsupported_request_option(SimpleNamespace(**{**vars(plain), "return_hidden_states": True}), False)
+    assert "return_hidden_states" in unsupported_request_option(
+        SimpleNamespace(**{**vars(plain), "return_hidden_states": True}), False
+    )
 
 
 def test_module_keeps_competitor_code_out():
@@ -164,12 +186,23 @@ def test_filter_told_already_filtered_still_keeps_the_requested_rows():
 def sglang_request(**params):
     from sglang.srt.sampling.sampling_params import SamplingParams as HostSamplingParams
 
-    return SimpleNamespace(return_logprob=False, return_hidden_states=False, custom_logit_processor=None,
-                           sampling_params=HostSamplingParams(**params))
+    return SimpleNamespace(
+        return_logprob=False,
+        return_hidden_states=False,
+        custom_logit_processor=None,
+        sampling_params=HostSamplingParams(**params),
+    )
 
 
-@pytest.mark.parametrize("field, value", [("frequency_penalty", 0.5), ("presence_penalty", -0.3),
-                                          ("repetition_penalty", 1.2), ("min_new_tokens", 4)])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("frequency_penalty", 0.5),
+        ("presence_penalty", -0.3),
+        ("repetition_penalty", 1.2),
+        ("min_new_tokens", 4),
+    ],
+)
 def test_options_that_depend_on_generated_tokens_are_refused_per_request(field, value):
     assert unsupported_request_option(sglang_request(), True) is None  # neutral defaults pass
     message = unsupported_request_option(sglang_request(**{field: value}), True)
@@ -183,9 +216,14 @@ def test_custom_logit_processors_are_refused_per_request():
     assert message is not None and "custom_logit_processor is" in message and "expected None" in message
 
 
-@pytest.mark.parametrize("layer_types, refused", [(["full_attention", "mamba"], True),
-                                                  (["linear_attention", "full_attention"], True),
-                                                  (["sliding_attention", "full_attention"], False)])
+@pytest.mark.parametrize(
+    "layer_types, refused",
+    [
+        (["full_attention", "mamba"], True),
+        (["linear_attention", "full_attention"], True),
+        (["sliding_attention", "full_attention"], False),
+    ],
+)
 def test_targets_are_refused_by_recurrent_layer_types_only(layer_types, refused):
     from transformers import PretrainedConfig
 
@@ -196,7 +234,9 @@ def test_targets_are_refused_by_recurrent_layer_types_only(layer_types, refused)
     if not refused:
         check_attention_only_target(config)
         return
-    with pytest.raises(DFlashConfigError, match=r"SomeHybrid\w+ with layer_types.*expected an attention-only"):
+    with pytest.raises(
+        DFlashConfigError, match=r"SomeHybrid\w+ with layer_types.*expected an attention-only"
+    ):
         check_attention_only_target(config)
 
 
@@ -213,15 +253,18 @@ def drafter_config():
 @pytest.mark.parametrize("hidden", [None, torch.zeros(3, 32)], ids=["missing", "one layer only"])
 def test_prefill_without_the_captured_layers_raises_naming_target_and_layers(hidden):
     worker = object.__new__(DFlashWorker)
-    result = SimpleNamespace(logits_output=SimpleNamespace(hidden_states=hidden),
-                             next_token_ids=torch.tensor([9]))
+    result = SimpleNamespace(
+        logits_output=SimpleNamespace(hidden_states=hidden), next_token_ids=torch.tensor([9])
+    )
     worker._target_worker = SimpleNamespace(
         forward_batch_generation=lambda batch, capture_hidden_mode: result,
-        model_runner=SimpleNamespace(model_config=target_model_config()))
+        model_runner=SimpleNamespace(model_config=target_model_config()),
+    )
     worker.dflash, worker.block_size, worker.device = drafter_config(), 4, "cpu"
     worker.injector = lambda *args: None
-    batch = SimpleNamespace(seq_lens=torch.tensor([3]), extend_lens=[3], prefix_lens=[0],
-                            out_cache_loc=torch.arange(3))
+    batch = SimpleNamespace(
+        seq_lens=torch.tensor([3]), extend_lens=[3], prefix_lens=[0], out_cache_loc=torch.arange(3)
+    )
     with pytest.raises(RuntimeError, match=r"Qwen3ForCausalLM.*\[1, 3\].*expected \[3, 64\]"):
         worker._prefill(batch, None)
 
@@ -256,12 +299,20 @@ def build_worker(monkeypatch, tmp_path, draft_dtype=None):
             self.model_runner = SimpleNamespace(model=model, model_config=SimpleNamespace(dtype=dtype))
 
     monkeypatch.setattr(worker_module, "TpModelWorker", DraftWorker)
-    args = HostArgs(speculative_num_draft_tokens=4, speculative_draft_model_path=str(tmp_path), dtype="auto",
-                    context_length=None)
+    args = HostArgs(
+        speculative_num_draft_tokens=4,
+        speculative_draft_model_path=str(tmp_path),
+        dtype="auto",
+        context_length=None,
+    )
     embed = torch.zeros(64, 32, dtype=torch.bfloat16)
-    target = SimpleNamespace(model_runner=SimpleNamespace(
-        device="cpu", model_config=target_model_config(torch.bfloat16),
-        model=SimpleNamespace(get_embed_and_head=lambda: (embed, embed))))
+    target = SimpleNamespace(
+        model_runner=SimpleNamespace(
+            device="cpu",
+            model_config=target_model_config(torch.bfloat16),
+            model=SimpleNamespace(get_embed_and_head=lambda: (embed, embed)),
+        )
+    )
     return DFlashWorker(args, 0, ParallelState(pp_rank=1), 0, target), args, built
 
 
@@ -284,8 +335,9 @@ def peak_allocated_bytes(fn) -> int:
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True, acc_events=True) as prof:
         fn()
-    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
-                    if e.name() == "[memory]")
+    events = sorted(
+        (e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"
+    )
     live = peak = 0
     for _, nbytes in events:
         live += nbytes
@@ -300,11 +352,18 @@ def test_sampled_acceptance_stays_within_its_stated_peak_memory(monkeypatch):
     g = torch.Generator().manual_seed(0)
     target_logits = torch.randn(bs, block_size, vocab, generator=g)
     draft_logits = torch.randn(bs, block_size - 1, vocab, generator=g)
-    sampling = batch_sampling(sampling_info([0.8, 1.0, 1.0, 0.5], [50, 1, TOP_K_ALL, TOP_K_ALL],
-                                            top_ps=[0.9, 1.0, 0.95, 1.0], min_ps=[0.01, 0.0, 0.0, 0.0]), bs)
+    sampling = batch_sampling(
+        sampling_info(
+            [0.8, 1.0, 1.0, 0.5],
+            [50, 1, TOP_K_ALL, TOP_K_ALL],
+            top_ps=[0.9, 1.0, 0.95, 1.0],
+            min_ps=[0.01, 0.0, 0.0, 0.0],
+        ),
+        bs,
+    )
 
     def sampled_step():
-        drafts, draft_probs = choose_drafts(draft_logits, sampling, all_greedy=False, filters=True)
-        accept_block(drafts, draft_probs, target_logits, sampling, all_greedy=False, filters=True)
+        drafts, draft_probs = spec.draft_tokens(draft_logits, sampling)
+        spec.accept(drafts, draft_probs, target_logits, sampling)
 
     assert peak_allocated_bytes(sampled_step) <= spec.sampling_peak_bytes(bs, block_size, vocab)

@@ -7,6 +7,8 @@ Hugging Face target scoring each block in float32.  The step itself is the worke
 "inject every row" shortcut and the acceptance are the ones that run on the GPU.
 """
 
+import functools
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -14,18 +16,18 @@ import torch
 
 pytest.importorskip("sglang.srt.layers.radix_attention", reason="needs the sglang extra installed")
 
-from sglang.srt.model_executor.forward_batch_info import ForwardMode  # noqa: E402
-from sglang.srt.model_executor.forward_context import ForwardContext, forward_context  # noqa: E402
+from sglang.srt.model_executor.forward_batch_info import ForwardMode
+from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
+from sglang_fakes import TorchBlockAttention, TorchPool
 
-from sglang_dflash import SamplingParams, save_drafter, spec_generate  # noqa: E402
-from sglang_dflash.checkpoint import read_state_dict  # noqa: E402
-from sglang_dflash.draft_model import DFlashDraftModel as ReferenceDrafter  # noqa: E402
-from sglang_dflash.serving.inject import ContextInjector  # noqa: E402
-from sglang_dflash.serving.model import DFlashDrafterForSGLang as SGLangDrafter  # noqa: E402
-from sglang_dflash.serving.worker import StepInputs, decode_step  # noqa: E402
-from sglang_dflash.speculative import BatchSampling  # noqa: E402
-from sglang_dflash.testing import arrange_oracle, make_tiny_drafter, make_tiny_target  # noqa: E402
-from sglang_fakes import TorchBlockAttention, TorchPool  # noqa: E402
+from sglang_dflash import SamplingParams, save_drafter, spec_generate
+from sglang_dflash.checkpoint import read_state_dict
+from sglang_dflash.draft_model import DFlashDraftModel as ReferenceDrafter
+from sglang_dflash.serving.inject import ContextInjector
+from sglang_dflash.serving.model import DFlashDrafterForSGLang as SGLangDrafter
+from sglang_dflash.serving.worker import StepInputs, StepProfiler, decode_step
+from sglang_dflash.speculative import BatchSampling
+from sglang_dflash.testing import arrange_oracle, make_tiny_drafter, make_tiny_target
 
 PROMPTS = [[5], [3, 4, 5, 6, 7], [9, 8, 7, 6, 5, 4, 3, 2, 1]]
 SLOTS_PER_REQUEST = 96
@@ -42,7 +44,9 @@ class MiniHost:
         self.checked_drafts = 0
         self.drafter = SGLangDrafter(AutoConfig.from_pretrained(str(tmp_path))).eval()
         self.drafter.load_weights(read_state_dict(str(tmp_path)).items())
-        self.drafter.set_embed_and_head(target.get_input_embeddings().weight, target.get_output_embeddings().weight)
+        self.drafter.set_embed_and_head(
+            target.get_input_embeddings().weight, target.get_output_embeddings().weight
+        )
         cfg = reference.config
         self.prompts = prompts
         pool_size = 1 + SLOTS_PER_REQUEST * len(prompts)
@@ -50,7 +54,7 @@ class MiniHost:
         perm = torch.randperm(pool_size - 1, generator=torch.Generator().manual_seed(0)) + 1
         self.req_to_token = torch.zeros(len(prompts) + 1, SLOTS_PER_REQUEST, dtype=torch.long)
         for r in range(len(prompts)):
-            self.req_to_token[r + 1] = perm[r * SLOTS_PER_REQUEST:(r + 1) * SLOTS_PER_REQUEST]
+            self.req_to_token[r + 1] = perm[r * SLOTS_PER_REQUEST : (r + 1) * SLOTS_PER_REQUEST]
         self.req_pool_indices = torch.arange(1, len(prompts) + 1)
         self.inject = ContextInjector(self.drafter, self.pool, use_triton=use_triton)
         self.committed = [list(p) for p in prompts]  # tokens whose target KV "exists"
@@ -60,17 +64,21 @@ class MiniHost:
         return out.logits[0], ReferenceDrafter.select_target_features(out.hidden_states, self.layer_ids)[0]
 
     def prefill(self):
-        bonus = []
+        bonus_tokens = []
         for r, prompt in enumerate(self.prompts):
             logits, feats = self.features(prompt)
             self.inject(feats, torch.arange(len(prompt)), self.req_to_token[r + 1, : len(prompt)])
-            bonus.append(int(logits[-1].argmax()))
-        return torch.tensor(bonus)
+            bonus_tokens.append(int(logits[-1].argmax()))
+        return torch.tensor(bonus_tokens)
 
     def draft(self, block, positions, seq_lens, out_cache_loc):
-        fb = SimpleNamespace(forward_mode=ForwardMode.TARGET_VERIFY, req_pool_indices=self.req_pool_indices,
-                             seq_lens=seq_lens, out_cache_loc=out_cache_loc,
-                             spec_info=SimpleNamespace(draft_token_num=block.shape[1]))
+        fb = SimpleNamespace(
+            forward_mode=ForwardMode.TARGET_VERIFY,
+            req_pool_indices=self.req_pool_indices,
+            seq_lens=seq_lens,
+            out_cache_loc=out_cache_loc,
+            spec_info=SimpleNamespace(draft_token_num=block.shape[1]),
+        )
         with forward_context(ForwardContext(attn_backend=TorchBlockAttention(self.pool, self.req_to_token))):
             logits = self.drafter(block.reshape(-1), positions, fb).next_token_logits
         self.check_against_fresh_context(block, positions.view(block.shape), logits.view(*block.shape, -1))
@@ -83,17 +91,20 @@ class MiniHost:
             feats = self.features(self.committed[r])[1]
             n = feats.shape[0]
             cache = self.reference.new_cache(1, "cpu", torch.float32)
-            self.reference.extend_cache(cache, feats[None], torch.ones(1, n, dtype=torch.bool), torch.arange(n)[None])
-            expected = head(self.reference.draft_block(embed(block[r:r + 1]), positions[r:r + 1], cache))[0]
+            visible = torch.ones(1, n, dtype=torch.bool)
+            self.reference.extend_cache(cache, feats[None], visible, torch.arange(n)[None])
+            expected = head(self.reference.draft_block(embed(block[r : r + 1]), positions[r : r + 1], cache))[
+                0
+            ]
             assert torch.allclose(logits[r], expected, atol=1e-4), (r, (logits[r] - expected).abs().max())
         self.checked_drafts += 1
 
     def verify(self, block):
         logits, feats = [], []
         for r in range(block.shape[0]):
-            l, f = self.features(self.committed[r] + block[r].tolist())
-            logits.append(l[-block.shape[1]:])
-            feats.append(f[-block.shape[1]:])
+            row_logits, row_feats = self.features(self.committed[r] + block[r].tolist())
+            logits.append(row_logits[-block.shape[1] :])
+            feats.append(row_feats[-block.shape[1] :])
         return torch.cat(logits), torch.cat(feats)
 
 
@@ -103,12 +114,63 @@ def make_case(kind, tiny_corpus, tiny_trained):
         from sglang_dflash import load_drafter
 
         target, _, records = tiny_corpus
-        return target, load_drafter(str(tiny_trained[0])), [r["input_ids"][: r["loss_start"]] for r in records[:4]]
+        prompts = [r["input_ids"][: r["loss_start"]] for r in records[:4]]
+        return target, load_drafter(str(tiny_trained[0])), prompts
     target = make_tiny_target("qwen3", seed=3)
     reference = make_tiny_drafter(target.config, seed=4, num_layers=2, block_size=4)
     if kind == "partial-oracle":
         arrange_oracle(target, reference, token_id=7, strength=4.0)
     return target, reference, PROMPTS
+
+
+def decode_with_the_worker_step(host, prompts, reference, max_new, widths=None):
+    """Drive :func:`decode_step` until every request has ``max_new`` tokens.
+
+    ``widths`` (a cycle of verify widths, one per step) exercises the adaptive truncation; None
+    verifies whole blocks.  Returns the tokens and the per-step accept_lens of every request.
+    """
+    block_size = reference.block_size
+    bonus_tokens = host.prefill()
+    tokens = [[int(t)] for t in bonus_tokens]
+    accept_lens = [[] for _ in prompts]
+    seq_lens = torch.tensor([len(p) for p in prompts])
+    sampling = BatchSampling.from_params([SamplingParams()] * len(prompts))
+    published = []
+    step_count = 0
+    while any(len(t) < max_new for t in tokens):
+        width = widths[step_count % len(widths)] if widths else None
+        step_count += 1
+        out_cache_loc = torch.cat(
+            [host.req_to_token[r + 1, n : n + block_size] for r, n in enumerate(seq_lens.tolist())]
+        )
+        step = decode_step(
+            StepInputs(
+                bonus_tokens=bonus_tokens,
+                seq_lens=seq_lens,
+                out_cache_loc=out_cache_loc,
+                block_size=block_size,
+                mask_token_id=reference.mask_token_id,
+                sampling=sampling,
+                verify_width=width,
+            ),
+            draft=functools.partial(host.draft, seq_lens=seq_lens, out_cache_loc=out_cache_loc),
+            verify=lambda block, positions: host.verify(block),
+            inject=host.inject,
+            publish=published.append,
+        )
+        assert step.emitted.shape == (len(prompts), width or block_size)
+        for r in range(len(prompts)):
+            committed = step.emitted[r, : int(step.accept_lens[r])].tolist()
+            # The bonus token and the accepted drafts now have KV; the last committed token not yet.
+            host.committed[r] += [int(bonus_tokens[r])] + committed[:-1]
+            if len(tokens[r]) < max_new:
+                take = committed[: max_new - len(tokens[r])]
+                tokens[r] += take
+                accept_lens[r].append(len(take))
+        assert torch.equal(published[-1], step.new_seq_lens)
+        seq_lens, bonus_tokens = step.new_seq_lens, step.bonus_tokens
+        assert seq_lens.tolist() == [len(c) for c in host.committed]
+    return tokens, accept_lens
 
 
 @pytest.mark.parametrize("kind", ["random", "partial-oracle", "trained"])
@@ -121,34 +183,77 @@ def test_decode_steps_reproduce_the_reference(tmp_path, kind, use_triton, tiny_c
     expected = spec_generate(target, reference, prompts, SamplingParams(max_new_tokens=max_new))
 
     host = MiniHost(target, reference, prompts, tmp_path, use_triton)
-    bonus = host.prefill()
-    tokens = [[int(t)] for t in bonus]
-    lengths = [[] for _ in prompts]
-    seq_lens = torch.tensor([len(p) for p in prompts])
-    sampling = BatchSampling.from_params([SamplingParams()] * len(prompts))
-    published = []
-    while any(len(t) < max_new for t in tokens):
-        out_cache_loc = torch.cat([host.req_to_token[r + 1, n: n + block_size] for r, n in enumerate(seq_lens.tolist())])
-        step = decode_step(
-            StepInputs(bonus, seq_lens, out_cache_loc, block_size, reference.mask_token_id, sampling, True, False),
-            draft=lambda block, positions: host.draft(block, positions, seq_lens, out_cache_loc),
-            verify=lambda block, positions: host.verify(block),
-            inject=host.inject, publish=published.append)
-        for r in range(len(prompts)):
-            committed = step.emitted[r, : int(step.accept_len[r]) + 1].tolist()
-            host.committed[r] += [int(bonus[r])] + committed[:-1]  # bonus + accepted drafts now have KV
-            if len(tokens[r]) < max_new:
-                take = committed[: max_new - len(tokens[r])]
-                tokens[r] += take
-                lengths[r].append(len(take))
-        assert torch.equal(published[-1], step.new_seq_lens)
-        seq_lens, bonus = step.new_seq_lens, step.bonus
-        assert seq_lens.tolist() == [len(c) for c in host.committed]
+    tokens, accept_lens = decode_with_the_worker_step(host, prompts, reference, max_new)
 
     assert tokens == expected.token_ids
-    assert lengths == expected.accept_lengths
-    assert host.checked_drafts == max(map(len, lengths))  # every step's draft was checked
+    assert accept_lens == expected.accept_lens
+    assert host.checked_drafts == max(map(len, accept_lens))  # every step's draft was checked
     if kind != "random":
-        assert max(a for row in lengths for a in row) == block_size  # full blocks were accepted
+        assert max(a for row in accept_lens for a in row) == block_size  # full blocks were accepted
     if kind == "trained":
-        assert len({a for row in lengths for a in row}) >= 3  # context-dependent, ragged acceptance
+        assert len({a for row in accept_lens for a in row}) >= 3  # context-dependent, ragged acceptance
+
+
+@pytest.mark.parametrize("kind", ["partial-oracle", "trained"])
+@torch.no_grad()
+def test_truncated_verify_widths_keep_greedy_output_and_the_draft_context_exact(
+    tmp_path, kind, tiny_corpus, tiny_trained
+):
+    """Steps that verify 1 (plain decoding), 2 or 3 of the 4 block positions, mixed with whole
+    blocks, commit the target's greedy tokens, and the draft pool stays a fresh context's."""
+    max_new = 24
+    target, reference, prompts = make_case(kind, tiny_corpus, tiny_trained)
+    assert reference.block_size == 4
+    plain = spec_generate(target, reference, prompts, SamplingParams(max_new_tokens=max_new))
+
+    host = MiniHost(target, reference, prompts, tmp_path, use_triton=False)
+    widths = [1, 3, 4, 2]
+    tokens, accept_lens = decode_with_the_worker_step(host, prompts, reference, max_new, widths)
+
+    assert tokens == plain.token_ids
+    steps = max(map(len, accept_lens))
+    assert host.checked_drafts == steps - sum(1 for i in range(steps) if widths[i % 4] == 1)
+    for row in accept_lens:
+        for i, n in enumerate(row[:-1]):  # the last step may be cut by max_new
+            assert 1 <= n <= widths[i % 4]
+    # Truncated steps still accept drafts (the truncation is of the block, not of the drafting).
+    assert any(n > 1 for row in accept_lens for i, n in enumerate(row) if widths[i % 4] in (2, 3))
+
+
+class FakeEvent:
+    """A completed CUDA event recorded at a fixed time (ms)."""
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, end: "FakeEvent") -> float:
+        return end.at - self.at
+
+
+def test_profiler_times_the_three_phases_of_every_step(tmp_path, monkeypatch):
+    clock = iter(range(1000))
+    monkeypatch.setattr(StepProfiler, "mark", staticmethod(lambda: FakeEvent(next(clock) * 2.0)))
+    profiler = StepProfiler(str(tmp_path / "profile.json"))
+    bs, block_size, vocab = 2, 4, 9
+    inputs = StepInputs(
+        bonus_tokens=torch.tensor([1, 2]),
+        seq_lens=torch.tensor([3, 5]),
+        out_cache_loc=torch.arange(bs * block_size),
+        block_size=block_size,
+        mask_token_id=0,
+        sampling=BatchSampling.from_params([SamplingParams()] * bs),
+    )
+    logits = torch.randn(bs * block_size, vocab, generator=torch.Generator().manual_seed(0))
+    for _ in range(32):  # the means are written every 32 steps
+        decode_step(
+            inputs,
+            draft=lambda block, positions: logits,
+            verify=lambda block, positions: (logits, torch.zeros(bs * block_size, 1)),
+            inject=lambda hidden, positions, slots: None,
+            profiler=profiler,
+        )
+    written = json.loads((tmp_path / "profile.json").read_text())
+    assert written == {"draft_ms": 2.0, "verify_ms": 2.0, "accept_inject_ms": 2.0, "steps": 32}

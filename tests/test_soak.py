@@ -39,8 +39,16 @@ pytestmark = pytest.mark.slow
 SOAK_REQUESTS = int(os.environ.get("SGLANG_DFLASH_SOAK_REQUESTS", "48"))
 MAX_TOKENS = int(os.environ.get("SGLANG_DFLASH_SOAK_MAX_TOKENS", "16"))
 CONCURRENCY = 16
-SERVER_ARGS = ("--max-total-tokens", "12288", "--random-seed", "0", "--log-level", "info",
-               "--decode-log-interval", "8")
+SERVER_ARGS = (
+    "--max-total-tokens",
+    "12288",
+    "--random-seed",
+    "0",
+    "--log-level",
+    "info",
+    "--decode-log-interval",
+    "8",
+)
 CONTEXT_OVERFLOW = 9000  # tokens: beyond SmolLM2's 8192-token context
 SUMMARY: dict[str, dict] = {}
 
@@ -66,8 +74,11 @@ def prompts(smollm2) -> list[list[int]]:
     from sglang_dflash.bench.datasets import load_dataset
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2)
-    return [list(p.input_ids) for name in ("humaneval.jsonl", "gsm8k.jsonl")
-            for p in load_dataset(data_file(name), tokenizer, 4)]
+    return [
+        list(p.input_ids)
+        for name in ("humaneval.jsonl", "gsm8k.jsonl")
+        for p in load_dataset(data_file(name), tokenizer, 4)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +106,9 @@ def reference(smollm2, prompts, plan, tmp_path_factory) -> dict:
             "soak": reference_outputs(server.base, plan, CONCURRENCY),
             "beside": server.generate(**beside_request(prompts))["output_ids"],
             "first token": first,
-            "stop on first": server.generate(prompts[2], {"temperature": 0, "max_new_tokens": 8,
-                                                          "stop_token_ids": [first]}),
+            "stop on first": server.generate(
+                prompts[2], {"temperature": 0, "max_new_tokens": 8, "stop_token_ids": [first]}
+            ),
             "max_new_tokens 0": server.generate(prompts[2], {"temperature": 0, "max_new_tokens": 0}),
         }
     finally:
@@ -106,8 +118,16 @@ def reference(smollm2, prompts, plan, tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def server(smollm2, drafter, reference, tmp_path_factory):
     """The one DFLASH server of this module (started after the plain one has stopped)."""
-    dflash = start(smollm2, tmp_path_factory, "soak-dflash", "--enable-metrics",
-                   "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", drafter[0])
+    dflash = start(
+        smollm2,
+        tmp_path_factory,
+        "soak-dflash",
+        "--enable-metrics",
+        "--speculative-algorithm",
+        "DFLASH",
+        "--speculative-draft-model-path",
+        drafter[0],
+    )
     yield dflash
     dflash.shutdown()
 
@@ -116,8 +136,10 @@ def server(smollm2, drafter, reference, tmp_path_factory):
 def _print_summary(drafter):
     yield
     if SUMMARY:
-        print(f"\nSoak: our DFLASH on the real SGLang scheduler, CPU, float32 ({drafter[1]} drafter), "
-              f"{CONCURRENCY} clients")
+        print(
+            f"\nSoak: our DFLASH on the real SGLang scheduler, CPU, float32 ({drafter[1]} drafter), "
+            f"{CONCURRENCY} clients"
+        )
         print(format_table(SUMMARY))
 
 
@@ -152,8 +174,11 @@ REFUSED = {
     "OpenAI top_p above 1": (*openai(top_p=2.0), "top_p"),
     "logit_bias outside the vocab": (*native({"logit_bias": {"99999999": 1.0}}), "logit_bias"),
     "empty input_ids": ("/generate", {**native()[1], "input_ids": []}, "input_ids"),
-    "prompt longer than the context": ("/generate", {**native()[1], "input_ids": [1] * CONTEXT_OVERFLOW},
-                                       "context length"),
+    "prompt longer than the context": (
+        "/generate",
+        {**native()[1], "input_ids": [1] * CONTEXT_OVERFLOW},
+        "context length",
+    ),
     "return_logprob": (*native(return_logprob=True), "return_logprob"),
     "frequency_penalty": (*native({"frequency_penalty": 0.5}), "sampling_params.frequency_penalty"),
     "presence_penalty": (*native({"presence_penalty": 0.5}), "sampling_params.presence_penalty"),
@@ -165,8 +190,12 @@ REFUSED = {
 
 def post_raw(server: CpuServer, endpoint: str, body: dict) -> requests.Response:
     """POST ``body`` as JSON, NaN spelled as JavaScript does (what a careless client sends)."""
-    return requests.post(server.base + endpoint, data=json.dumps(body, allow_nan=True), timeout=300,
-                         headers={"Content-Type": "application/json"})
+    return requests.post(
+        server.base + endpoint,
+        data=json.dumps(body, allow_nan=True),
+        timeout=300,
+        headers={"Content-Type": "application/json"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -205,8 +234,9 @@ def test_max_new_tokens_0_is_served_as_plain_decoding_serves_it(server, prompts,
 
 
 def test_a_stop_token_as_the_first_token_ends_the_request_as_plain_decoding_does(server, prompts, reference):
-    got = server.generate(prompts[2], {"temperature": 0, "max_new_tokens": 8,
-                                       "stop_token_ids": [reference["first token"]]})
+    got = server.generate(
+        prompts[2], {"temperature": 0, "max_new_tokens": 8, "stop_token_ids": [reference["first token"]]}
+    )
     expected = reference["stop on first"]
     assert expected["meta_info"]["finish_reason"]["type"] == "stop"
     assert got["output_ids"] == expected["output_ids"]

@@ -41,8 +41,14 @@ class StandIn(BaseHTTPRequestHandler):
         if not body.get("stream"):
             self.send_header("Content-Type", "application/json")
             self.end_headers()
-            self.wfile.write(json.dumps({"choices": [{"text": "".join(words), "finish_reason": "length"}],
-                                         "usage": {"completion_tokens": len(words)}}).encode())
+            self.wfile.write(
+                json.dumps(
+                    {
+                        "choices": [{"text": "".join(words), "finish_reason": "length"}],
+                        "usage": {"completion_tokens": len(words)},
+                    }
+                ).encode()
+            )
             return
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
@@ -83,7 +89,7 @@ def test_the_plan_mixes_what_the_soak_promises():
     assert 0.3 < sum(r.stream for r in plan) / len(plan) < 0.7
     assert sum("stop" in r.params for r in plan) > 50
     prefix = tuple(PROMPTS[0] + PROMPTS[1])
-    assert 40 < sum(r.prompt_ids[:len(prefix)] == prefix for r in plan) < 140
+    assert 40 < sum(r.prompt_ids[: len(prefix)] == prefix for r in plan) < 140
 
 
 def test_the_plan_is_reproducible_from_its_seed():
@@ -119,18 +125,24 @@ def test_clients_return_results_in_plan_order(base):
 
 
 def test_a_server_that_does_not_answer_is_recorded_as_an_error():
-    result = send("http://127.0.0.1:9", SoakRequest(0, (1,), {"temperature": 0, "max_tokens": 1}, False),
-                  timeout_s=5)
+    result = send(
+        "http://127.0.0.1:9", SoakRequest(0, (1,), {"temperature": 0, "max_tokens": 1}, False), timeout_s=5
+    )
     assert result.error is not None and result.status == 0
 
 
 # ----------------------------------------------------------------------------- checks and metrics
 def test_problems_name_errors_unfinished_requests_and_greedy_mismatches():
-    plan = [SoakRequest(i, (1,), {"temperature": 0 if i < 2 else 0.7, "max_tokens": 4}, False)
-            for i in range(5)]
-    results = [SoakResult(0, 200, "same", "length"), SoakResult(1, 200, "other", "stop"),
-               SoakResult(2, 500, error="boom"), SoakResult(3, 200, "x", None),
-               SoakResult(4, 200, "", None, aborted=True)]
+    plan = [
+        SoakRequest(i, (1,), {"temperature": 0 if i < 2 else 0.7, "max_tokens": 4}, False) for i in range(5)
+    ]
+    results = [
+        SoakResult(0, 200, "same", "length"),
+        SoakResult(1, 200, "other", "stop"),
+        SoakResult(2, 500, error="boom"),
+        SoakResult(3, 200, "x", None),
+        SoakResult(4, 200, "", None, aborted=True),
+    ]
     found = problems(plan, results, reference={0: "same", 1: "plain"})
     assert len(found) == 3
     assert "request 1" in found[0] and "expected the plain server's 'plain'" in found[0]

@@ -1,20 +1,23 @@
-"""Pure step functions: block building, filtering, greedy and speculative-sampling acceptance, stops."""
+"""Pure step functions: block building, filtering, draft choice, greedy and speculative-sampling
+acceptance, stops."""
 
 import pytest
 import torch
+from stats import chi_square_pvalue
 
 from sglang_dflash.speculative import (
     BatchSampling,
     SamplingParams,
+    accept,
     block_positions,
     build_block,
+    draft_tokens,
     greedy_accept,
     residual_distribution,
     sampling_probs,
     speculative_sampling_accept,
     truncate_at_stop,
 )
-from stats import chi_square_pvalue
 
 
 def batch(n=1, **kw):
@@ -33,12 +36,12 @@ def one_hot_logits(tokens, vocab=10):
 
 def test_greedy_accept_longest_matching_prefix_plus_bonus():
     # target argmax after each block position: 3, 4, 8, 1 ; drafts 3, 4, 5
-    accept, emitted = greedy_accept(torch.tensor([[3, 4, 5]]), one_hot_logits([3, 4, 8, 1]))
-    assert accept.tolist() == [2] and emitted[0, :3].tolist() == [3, 4, 8]
-    accept, emitted = greedy_accept(torch.tensor([[3, 4, 8]]), one_hot_logits([3, 4, 8, 1]))
-    assert accept.tolist() == [3] and emitted[0].tolist() == [3, 4, 8, 1]
-    accept, emitted = greedy_accept(torch.tensor([[2, 4, 8]]), one_hot_logits([3, 4, 8, 1]))
-    assert accept.tolist() == [0] and emitted[0, 0].item() == 3
+    num_correct_drafts, emitted = greedy_accept(torch.tensor([[3, 4, 5]]), one_hot_logits([3, 4, 8, 1]))
+    assert num_correct_drafts.tolist() == [2] and emitted[0, :3].tolist() == [3, 4, 8]
+    num_correct_drafts, emitted = greedy_accept(torch.tensor([[3, 4, 8]]), one_hot_logits([3, 4, 8, 1]))
+    assert num_correct_drafts.tolist() == [3] and emitted[0].tolist() == [3, 4, 8, 1]
+    num_correct_drafts, emitted = greedy_accept(torch.tensor([[2, 4, 8]]), one_hot_logits([3, 4, 8, 1]))
+    assert num_correct_drafts.tolist() == [0] and emitted[0, 0].item() == 3
 
 
 def test_truncate_at_stop_and_budget():
@@ -52,19 +55,24 @@ def test_truncate_at_stop_and_budget():
 def test_sampling_probs_filters():
     logits = torch.log(torch.tensor([[[0.4, 0.3, 0.2, 0.1]]]))
     assert torch.allclose(sampling_probs(logits, batch(temperature=1.0)), torch.tensor([0.4, 0.3, 0.2, 0.1]))
-    assert torch.allclose(sampling_probs(logits, batch(temperature=1.0, top_k=2)), torch.tensor([4 / 7, 3 / 7, 0, 0]))
-    assert torch.allclose(sampling_probs(logits, batch(temperature=1.0, top_p=0.5)), torch.tensor([4 / 7, 3 / 7, 0, 0]))
-    assert torch.allclose(sampling_probs(logits, batch(temperature=1.0, top_p=0.75)), torch.tensor([4 / 9, 3 / 9, 2 / 9, 0]))
-    assert torch.allclose(sampling_probs(logits, batch(temperature=1.0, min_p=0.6)), torch.tensor([4 / 7, 3 / 7, 0, 0]))
+    top_two, top_three = torch.tensor([4 / 7, 3 / 7, 0, 0]), torch.tensor([4 / 9, 3 / 9, 2 / 9, 0])
+    assert torch.allclose(sampling_probs(logits, batch(temperature=1.0, top_k=2)), top_two)
+    assert torch.allclose(sampling_probs(logits, batch(temperature=1.0, top_p=0.5)), top_two)
+    assert torch.allclose(sampling_probs(logits, batch(temperature=1.0, top_p=0.75)), top_three)
+    assert torch.allclose(sampling_probs(logits, batch(temperature=1.0, min_p=0.6)), top_two)
     assert sampling_probs(logits, batch(temperature=0.0)).tolist() == [[[1.0, 0.0, 0.0, 0.0]]]
     hot = sampling_probs(logits, batch(temperature=0.5))
     assert torch.allclose(hot, torch.softmax(logits / 0.5, -1))
 
 
 def test_sampling_params_reject_bad_values():
-    for kw, needle in [({"temperature": -1}, "temperature=-1"), ({"top_p": 0}, "top_p=0"),
-                       ({"min_p": 1.0}, "min_p=1.0"), ({"max_new_tokens": 0}, "max_new_tokens=0"),
-                       ({"top_k": 1.5}, "top_k=1.5")]:
+    for kw, needle in [
+        ({"temperature": -1}, "temperature=-1"),
+        ({"top_p": 0}, "top_p=0"),
+        ({"min_p": 1.0}, "min_p=1.0"),
+        ({"max_new_tokens": 0}, "max_new_tokens=0"),
+        ({"top_k": 1.5}, "top_k=1.5"),
+    ]:
         with pytest.raises(ValueError, match=needle):
             SamplingParams(**kw)
 
@@ -82,16 +90,19 @@ def test_speculative_sampling_first_token_follows_target_exactly():
     p = torch.tensor([[0.05, 0.5, 0.1, 0.3, 0.05], [0.2, 0.2, 0.2, 0.2, 0.2]])
     q = torch.tensor([[0.6, 0.1, 0.1, 0.1, 0.1]])
     drafts = torch.multinomial(q.expand(n, -1), 1, replacement=True, generator=gen)
-    accept, emitted = speculative_sampling_accept(drafts, q.expand(n, 1, vocab), p.expand(n, 2, vocab), gen)
+    num_correct_drafts, emitted = speculative_sampling_accept(
+        drafts, q.expand(n, 1, vocab), p.expand(n, 2, vocab), gen
+    )
     counts = torch.bincount(emitted[:, 0], minlength=vocab)
     assert chi_square_pvalue(counts, p[0]) > 1e-3
     # Without the residual step the first token is biased towards the draft: the same test rejects it.
-    drafts_accepted = accept == 1
-    biased = torch.where(drafts_accepted, drafts[:, 0], torch.multinomial(p[:1].expand(n, -1), 1, generator=gen)[:, 0])
+    drafts_accepted = num_correct_drafts == 1
+    resampled = torch.multinomial(p[:1].expand(n, -1), 1, generator=gen)[:, 0]
+    biased = torch.where(drafts_accepted, drafts[:, 0], resampled)
     assert chi_square_pvalue(torch.bincount(biased, minlength=vocab), p[0]) < 1e-6
-    # After a full accept the bonus comes from the next position's distribution.
-    bonus = emitted[drafts_accepted, 1]
-    assert chi_square_pvalue(torch.bincount(bonus, minlength=vocab), p[1]) > 1e-3
+    # After a full accept the bonus token comes from the next position's distribution.
+    bonus_tokens = emitted[drafts_accepted, 1]
+    assert chi_square_pvalue(torch.bincount(bonus_tokens, minlength=vocab), p[1]) > 1e-3
 
 
 def test_greedy_is_a_special_case_of_speculative_sampling():
@@ -100,14 +111,110 @@ def test_greedy_is_a_special_case_of_speculative_sampling():
     draft_logits[1, 1] = -draft_logits[1, 1]  # row 1 diverges at its second draft
     greedy = batch(3, temperature=0.0)
     drafts = draft_logits.argmax(-1)
-    accept_g, emitted_g = greedy_accept(drafts, logits)
-    accept_s, emitted_s = speculative_sampling_accept(drafts, sampling_probs(draft_logits, greedy), sampling_probs(logits, greedy))
-    assert torch.equal(accept_g, accept_s) and accept_g.tolist() == [3, 1, 3]
-    for row, a in enumerate(accept_g.tolist()):
-        assert torch.equal(emitted_g[row, : a + 1], emitted_s[row, : a + 1])
+    correct_g, emitted_g = greedy_accept(drafts, logits)
+    correct_s, emitted_s = speculative_sampling_accept(
+        drafts, sampling_probs(draft_logits, greedy), sampling_probs(logits, greedy)
+    )
+    assert torch.equal(correct_g, correct_s) and correct_g.tolist() == [3, 1, 3]
+    for row, n in enumerate(correct_g.tolist()):
+        assert torch.equal(emitted_g[row, : n + 1], emitted_s[row, : n + 1])
 
 
 def test_unfiltered_fast_path_equals_filters_that_keep_everything():
     logits = torch.randn(2, 3, 9, generator=torch.Generator().manual_seed(3))
     sampling = BatchSampling.from_params([SamplingParams(temperature=0.7), SamplingParams(temperature=0.0)])
-    assert torch.allclose(sampling_probs(logits, sampling, apply_filters=False), sampling_probs(logits, sampling))
+    unfiltered = sampling_probs(logits, sampling, apply_filters=False)
+    assert torch.allclose(unfiltered, sampling_probs(logits, sampling))
+
+
+# ---------------------------------------------------------------------------- draft_tokens / accept
+MIXED = [SamplingParams(), SamplingParams(temperature=1.0), SamplingParams(temperature=0.7, top_k=4)]
+
+
+def step_logits(bs, block_size=4, vocab=11, seed=5):
+    """Target logits [bs, block_size, V] and draft logits close to them [bs, block_size - 1, V]."""
+    g = torch.Generator().manual_seed(seed)
+    target_logits = torch.randn(bs, block_size, vocab, generator=g) * 3
+    return target_logits, target_logits[:, :-1] + torch.randn(bs, block_size - 1, vocab, generator=g)
+
+
+def test_from_params_sets_the_fast_path_flags_from_the_params():
+    assert BatchSampling.from_params([SamplingParams()] * 2).all_greedy
+    assert not BatchSampling.from_params(MIXED).all_greedy
+    assert not BatchSampling.from_params([SamplingParams(temperature=1.0)]).needs_filters
+    assert BatchSampling.from_params([SamplingParams(temperature=1.0, top_p=0.9)]).needs_filters
+    assert BatchSampling.from_params([SamplingParams(temperature=1.0, min_p=0.1)]).needs_filters
+    assert BatchSampling.from_params(MIXED).needs_filters  # the top-k row
+
+
+def test_filters_of_greedy_rows_do_not_make_a_batch_need_filters():
+    params = [SamplingParams(top_k=3), SamplingParams(temperature=1.0)]
+    assert not BatchSampling.from_params(params).needs_filters
+
+
+def test_select_keeps_the_fast_path_flags():
+    greedy = BatchSampling.from_params([SamplingParams()] * 3).select(torch.tensor([0, 2]))
+    assert greedy.all_greedy and greedy.temperature.tolist() == [0.0, 0.0]
+    mixed = BatchSampling.from_params(MIXED).select(torch.tensor([1]))
+    assert not mixed.all_greedy and mixed.needs_filters and mixed.top_k.tolist() == [-1]
+
+
+def test_all_greedy_batch_drafts_the_argmax_and_no_distributions():
+    _, draft_logits = step_logits(2)
+    drafts, draft_probs = draft_tokens(draft_logits, batch(2, temperature=0.0))
+    assert torch.equal(drafts, draft_logits.argmax(-1)) and draft_probs is None
+
+
+def test_mixed_batch_greedy_rows_draft_the_argmax():
+    _, draft_logits = step_logits(3)
+    drafts, draft_probs = draft_tokens(
+        draft_logits, BatchSampling.from_params(MIXED), torch.Generator().manual_seed(0)
+    )
+    assert torch.equal(drafts[0], draft_logits[0].argmax(-1))
+    assert draft_probs.shape == draft_logits.shape
+
+
+def test_mixed_batch_draft_distributions_are_the_filtered_sampling_probs():
+    _, draft_logits = step_logits(3)
+    sampling = BatchSampling.from_params(MIXED)
+    _, draft_probs = draft_tokens(draft_logits, sampling, torch.Generator().manual_seed(0))
+    assert torch.equal(draft_probs, sampling_probs(draft_logits, sampling))
+
+
+def test_sampled_drafts_follow_the_generator():
+    _, draft_logits = step_logits(3)
+    sampling = BatchSampling.from_params(MIXED)
+    first, _ = draft_tokens(draft_logits, sampling, torch.Generator().manual_seed(7))
+    again, _ = draft_tokens(draft_logits, sampling, torch.Generator().manual_seed(7))
+    assert torch.equal(first, again)
+
+
+def test_all_greedy_batch_accepts_by_the_greedy_rule():
+    target_logits, draft_logits = step_logits(2)
+    drafts = draft_logits.argmax(-1)
+    got = accept(drafts, None, target_logits, batch(2, temperature=0.0))
+    expected = greedy_accept(drafts, target_logits)
+    assert all(torch.equal(a, b) for a, b in zip(got, expected))
+
+
+def test_mixed_batch_greedy_rows_accept_as_greedy_accept():
+    target_logits, draft_logits = step_logits(3)
+    sampling = BatchSampling.from_params(MIXED)
+    drafts, draft_probs = draft_tokens(draft_logits, sampling, torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(1)
+    num_correct_drafts, emitted = accept(drafts, draft_probs, target_logits, sampling, generator)
+    greedy_correct, greedy_emitted = greedy_accept(drafts, target_logits)
+    assert num_correct_drafts[0] == greedy_correct[0] and torch.equal(emitted[0], greedy_emitted[0])
+
+
+def test_mixed_batch_sampled_rows_accept_as_speculative_sampling():
+    target_logits, draft_logits = step_logits(3)
+    sampling = BatchSampling.from_params(MIXED)
+    drafts, draft_probs = draft_tokens(draft_logits, sampling, torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(1)
+    num_correct_drafts, emitted = accept(drafts, draft_probs, target_logits, sampling, generator)
+    expected_correct, expected_emitted = speculative_sampling_accept(
+        drafts, draft_probs, sampling_probs(target_logits, sampling), torch.Generator().manual_seed(1)
+    )
+    assert torch.equal(num_correct_drafts[1:], expected_correct[1:])
+    assert torch.equal(emitted[1:], expected_emitted[1:])

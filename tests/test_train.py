@@ -11,7 +11,13 @@ from sglang_dflash import SamplingParams, load_drafter, spec_generate
 from sglang_dflash.testing import make_tiny_drafter, make_tiny_target, tiny_train_config
 from sglang_dflash.train import trainer as trainer_module
 from sglang_dflash.train.data import builtin_prompts, overlapping_prompts, read_prompts, read_records
-from sglang_dflash.train.objective import IGNORE, build_blocks, context_visibility, position_weights, sample_anchors
+from sglang_dflash.train.objective import (
+    IGNORE,
+    build_blocks,
+    context_visibility,
+    position_weights,
+    sample_anchors,
+)
 from sglang_dflash.train.trainer import TrainConfig, init_from_target_layers, train
 
 SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
@@ -25,7 +31,11 @@ def test_blocks_labels_and_visibility():
     blocks = build_blocks(ids, loss_mask, anchors, block_size=4, mask_token_id=7)
     assert blocks.tokens.view(3, 4)[:2].tolist() == [[104, 7, 7, 7], [109, 7, 7, 7]]
     assert blocks.positions.view(3, 4)[:2].tolist() == [[4, 5, 6, 7], [9, 10, 11, 12]]
-    assert blocks.labels.view(3, 4).tolist() == [[IGNORE, 105, 106, 107], [IGNORE, 110, 111, IGNORE], [IGNORE] * 4]
+    assert blocks.labels.view(3, 4).tolist() == [
+        [IGNORE, 105, 106, 107],
+        [IGNORE, 110, 111, IGNORE],
+        [IGNORE] * 4,
+    ]
     visible = context_visibility(blocks, torch.ones(1, 12, dtype=torch.bool))
     assert visible[0, 0].nonzero().flatten().tolist() == [0, 1, 2, 3]  # block at anchor 4 sees tokens 0..3
     assert visible[0, 7].nonzero().flatten().tolist() == list(range(9))  # block at anchor 9 sees 0..8
@@ -72,7 +82,9 @@ def test_loss_goes_down_and_artifacts_are_written(trained):
 def test_trained_drafter_is_accepted_far_more_than_a_random_one(corpus, trained):
     target, _, records = corpus
     drafter = load_drafter(str(trained[0]), target_config=target.config)
-    rand = make_tiny_drafter(target.config, seed=1, num_layers=2, target_layer_ids=list(drafter.config.target_layer_ids))
+    rand = make_tiny_drafter(
+        target.config, seed=1, num_layers=2, target_layer_ids=list(drafter.config.target_layer_ids)
+    )
     prompts = [r["input_ids"][: r["loss_start"]] for r in records[:64]]  # the fixed training corpus
     params = SamplingParams(max_new_tokens=40)
     tau_trained = spec_generate(target, drafter, prompts, params).mean_tau
@@ -91,7 +103,7 @@ def test_export_load_gives_identical_outputs(corpus, trained):
     prompts = [r["input_ids"][: r["loss_start"]] for r in records[64:80]]
     params = SamplingParams(max_new_tokens=24)
     a, b = spec_generate(target, in_memory, prompts, params), spec_generate(target, exported, prompts, params)
-    assert a.token_ids == b.token_ids and a.accept_lengths == b.accept_lengths
+    assert a.token_ids == b.token_ids and a.accept_lens == b.accept_lens
 
 
 def test_resume_reproduces_the_uninterrupted_run(corpus, tmp_path, monkeypatch):
@@ -123,13 +135,15 @@ def test_init_from_target_copies_matching_layers():
     drafter = make_tiny_drafter(target.config, num_layers=2)
     copied = init_from_target_layers(drafter, target)
     assert "layers.1.self_attn.q_proj.weight" in copied and "layers.0.mlp.down_proj.weight" in copied
-    assert torch.equal(drafter.layers[1].self_attn.q_proj.weight, target.model.layers[5].self_attn.q_proj.weight)
+    assert torch.equal(
+        drafter.layers[1].self_attn.q_proj.weight, target.model.layers[5].self_attn.q_proj.weight
+    )
 
 
 def test_bad_train_config_and_records(tmp_path):
-    with pytest.raises(ValueError, match="steps=0"):
+    with pytest.raises(ValueError, match="--steps is 0"):
         TrainConfig(target="t", data="d", output="o", steps=0)
-    with pytest.raises(ValueError, match="block_size=1"):
+    with pytest.raises(ValueError, match="--block-size is 1"):
         TrainConfig(target="t", data="d", output="o", block_size=1)
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"input_ids": [1, 2], "loss_start": 2}) + "\n")
@@ -142,10 +156,14 @@ def test_builtin_prompts_are_deterministic_varied_and_disjoint_from_evaluation_s
     assert prompts == builtin_prompts() and len(prompts) > 1500 and len(set(prompts)) == len(prompts)
     kinds = {p.split()[0] for p in prompts}
     assert {"Complete", "Write", "Explain", "What"} <= kinds
-    evaluation = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl")) + read_prompts(os.path.join(SHARED_DATA, "gsm8k.jsonl"))
+    evaluation = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl")) + read_prompts(
+        os.path.join(SHARED_DATA, "gsm8k.jsonl")
+    )
     assert len(evaluation) == 164 + 1319
     assert overlapping_prompts(prompts, evaluation) == []
-    assert overlapping_prompts(evaluation[:3] + prompts[:3], evaluation) == evaluation[:3]  # the check has teeth
+    assert (
+        overlapping_prompts(evaluation[:3] + prompts[:3], evaluation) == evaluation[:3]
+    )  # the check has teeth
 
 
 # ------------------------------------------------------------------ CPU recipe: feature store, cheaper loss
@@ -163,7 +181,10 @@ def _store(target, tmp_path, prompts, **kw):
 
 def _prompts(count=10, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return [torch.randint(1, 63, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist() for _ in range(count)]
+    return [
+        torch.randint(1, 63, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist()
+        for _ in range(count)
+    ]
 
 
 def test_stored_features_are_the_targets_hidden_states_of_every_token(tmp_path):
@@ -216,12 +237,25 @@ def test_training_from_a_feature_store_never_runs_the_target(tmp_path):
 
     target.model.forward = no_forward
     out = tmp_path / "drafter"
-    summary = train(config("", out, features=store, target_layer_ids=[1, 3], steps=30, heldout=4, eval_every=10,
-                           sample_positions=True), target=target)
+    summary = train(
+        config(
+            "",
+            out,
+            features=store,
+            target_layer_ids=[1, 3],
+            steps=30,
+            heldout=4,
+            eval_every=10,
+            sample_positions=True,
+        ),
+        target=target,
+    )
     with open(out / "train_log.jsonl") as f:
         log = [json.loads(line) for line in f]
     assert log[-1]["loss"] < log[0]["loss"] and "heldout_accept" in log[-1]
-    assert summary["sequences"] == 20 and load_drafter(str(out), target_config=target.config).config.target_layer_ids == (1, 3)
+    assert summary["sequences"] == 20 and load_drafter(
+        str(out), target_config=target.config
+    ).config.target_layer_ids == (1, 3)
 
 
 def test_sampled_positions_follow_the_loss_weights():
@@ -265,12 +299,22 @@ def test_tau_measurement_resumes_from_finished_batches(corpus, trained, tmp_path
     drafter = load_drafter(str(trained[0]), target_config=target.config)
     prompts = [r["input_ids"][: r["loss_start"]] for r in records[64:76]]
     partial = str(tmp_path / "tau.partial.jsonl")
-    first = acceptance.measure_tau(target, drafter, prompts, SamplingParams(max_new_tokens=16), 4, partial, {"s": 1})
+    first = acceptance.measure_tau(
+        target, drafter, prompts, SamplingParams(max_new_tokens=16), 4, partial, {"s": 1}
+    )
     # No eos in the tiny target: 16 tokens per prompt, the first from the prefill, 15 from verify steps.
     assert first["prompts"] == 12 and first["complete"] and first["tokens"] == 12 * 15
     assert first["mean_tau"] == first["tokens"] / first["verify_steps"]
-    monkeypatch.setattr(acceptance, "spec_generate", lambda *a, **k: pytest.fail("a finished batch was rerun"))
-    again = acceptance.measure_tau(target, drafter, prompts, SamplingParams(max_new_tokens=16), 4, partial, {"s": 1})
-    assert {k: again[k] for k in ("mean_tau", "tokens", "verify_steps")} == {k: first[k] for k in ("mean_tau", "tokens", "verify_steps")}
+    monkeypatch.setattr(
+        acceptance, "spec_generate", lambda *a, **k: pytest.fail("a finished batch was rerun")
+    )
+    again = acceptance.measure_tau(
+        target, drafter, prompts, SamplingParams(max_new_tokens=16), 4, partial, {"s": 1}
+    )
+    assert {k: again[k] for k in ("mean_tau", "tokens", "verify_steps")} == {
+        k: first[k] for k in ("mean_tau", "tokens", "verify_steps")
+    }
     with pytest.raises(ValueError, match="settings"):
-        acceptance.measure_tau(target, drafter, prompts, SamplingParams(max_new_tokens=16), 4, partial, {"s": 2})
+        acceptance.measure_tau(
+            target, drafter, prompts, SamplingParams(max_new_tokens=16), 4, partial, {"s": 2}
+        )

@@ -22,7 +22,9 @@ async def _one(engine, prompt: dict, params: dict, limiter: asyncio.Semaphore) -
     async with limiter:
         start = time.perf_counter()
         ttft, last, chunks = None, None, []
-        stream = await engine.async_generate(input_ids=list(prompt["input_ids"]), sampling_params=params, stream=True)
+        stream = await engine.async_generate(
+            input_ids=list(prompt["input_ids"]), sampling_params=params, stream=True
+        )
         async for chunk in stream:
             if ttft is None:
                 ttft = time.perf_counter() - start
@@ -45,11 +47,16 @@ async def _one(engine, prompt: dict, params: dict, limiter: asyncio.Semaphore) -
     }
 
 
-async def run_group(engine, prompts: list[dict], params: dict, concurrency: int, desc: str) -> tuple[list[dict], float]:
+async def run_group(
+    engine, prompts: list[dict], params: dict, concurrency: int, desc: str
+) -> tuple[list[dict], float]:
     limiter = asyncio.Semaphore(concurrency)
     start = time.perf_counter()
     tasks = [asyncio.ensure_future(_one(engine, p, params, limiter)) for p in prompts]
-    samples = [await t for t in tqdm(asyncio.as_completed(tasks), total=len(tasks), desc=desc, unit="req", file=sys.stderr)]
+    samples = [
+        await t
+        for t in tqdm(asyncio.as_completed(tasks), total=len(tasks), desc=desc, unit="req", file=sys.stderr)
+    ]
     return samples, time.perf_counter() - start
 
 
@@ -63,13 +70,22 @@ def main(config_path: str, result_path: str) -> None:
     results = {"mode": cfg["mode"], "groups": []}
     try:
         warm = cfg["groups"][0]["prompts"][: cfg.get("warmup", 4)]
-        loop.run_until_complete(run_group(engine, warm, cfg["sampling_params"], len(warm), f"{cfg['mode']} warmup"))
+        loop.run_until_complete(
+            run_group(engine, warm, cfg["sampling_params"], len(warm), f"{cfg['mode']} warmup")
+        )
         for group in cfg["groups"]:
             desc = f"{cfg['mode']} {group['dataset']} c={group['concurrency']}"
             samples, wall = loop.run_until_complete(
-                run_group(engine, group["prompts"], cfg["sampling_params"], group["concurrency"], desc))
-            results["groups"].append({"dataset": group["dataset"], "concurrency": group["concurrency"],
-                                      "wall_seconds": wall, "samples": samples})
+                run_group(engine, group["prompts"], cfg["sampling_params"], group["concurrency"], desc)
+            )
+            results["groups"].append(
+                {
+                    "dataset": group["dataset"],
+                    "concurrency": group["concurrency"],
+                    "wall_seconds": wall,
+                    "samples": samples,
+                }
+            )
     finally:
         engine.shutdown()
     profile = os.environ.get("SGLANG_DFLASH_PROFILE")

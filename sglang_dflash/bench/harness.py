@@ -33,24 +33,37 @@ DEVICES = ("cuda", "cpu")
 CPU_MODES = ("baseline", "dflash")
 # SGLang's CPU flags: float32 (no fast bf16 matmuls on most CPUs), torch_native attention,
 # the PyTorch sampler, no CUDA graphs.
-CPU_ENGINE_ARGS = {"device": "cpu", "dtype": "float32", "attention_backend": "torch_native",
-                   "sampling_backend": "pytorch", "disable_cuda_graph": True}
+CPU_ENGINE_ARGS = {
+    "device": "cpu",
+    "dtype": "float32",
+    "attention_backend": "torch_native",
+    "sampling_backend": "pytorch",
+    "disable_cuda_graph": True,
+}
 # On CPU SGLang sizes the KV pool from host memory; a fixed pool keeps the benchmark's footprint small.
 CPU_DEFAULT_MAX_TOTAL_TOKENS = 8192
 
 
 def parse_concurrency(text: str) -> list[int]:
+    """``--concurrency 1,4,16`` as ``[1, 4, 16]``.
+
+    argparse prefixes the error with ``argument --concurrency:``, the ``<where>`` of the message.
+    """
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         values = []
     if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"--concurrency {text!r} is invalid; expected comma-separated integers >= 1, e.g. 1,4,16")
+        raise argparse.ArgumentTypeError(
+            f"value is {text!r}; expected comma-separated integers >= 1, e.g. 1,4,16"
+        )
     return values
 
 
 @dataclass
 class BenchConfig:
+    """One benchmark run (the ``bench`` command's flags); checked when constructed."""
+
     model: str
     datasets: list[str]
     out: str
@@ -70,23 +83,33 @@ class BenchConfig:
     device: str = "cuda"
     max_total_tokens: int | None = None
 
-    def validate(self) -> None:
+    def __post_init__(self) -> None:
+        """Raise ValueError (FileNotFoundError for a missing dataset) naming the first bad flag."""
         unknown = [m for m in self.modes if m not in MODES]
         if unknown:
-            raise ValueError(f"--modes {unknown} is invalid; expected some of {list(MODES)}")
+            raise ValueError(
+                f"bench: --modes is {self.modes}; expected some of {list(MODES)} (unknown: {unknown})"
+            )
         if self.device not in DEVICES:
-            raise ValueError(f"--device {self.device!r} is invalid; expected one of {list(DEVICES)}")
+            raise ValueError(f"bench: --device is {self.device!r}; expected one of {list(DEVICES)}")
         if self.device == "cpu" and any(m not in CPU_MODES for m in self.modes):
-            raise ValueError(f"--modes {self.modes} is invalid with --device cpu; expected some of {list(CPU_MODES)} "
-                             "(SGLang's built-in DFLASH and NGRAM need CUDA)")
-        if any(m in DRAFTER_MODES for m in self.modes) and not self.drafter:
-            raise ValueError("--drafter is required for the dflash and dflash-builtin modes")
-        if self.num_prompts < 1 or self.max_new_tokens < 1:
-            raise ValueError(f"--num-prompts={self.num_prompts} and --max-new-tokens={self.max_new_tokens} must be >= 1")
+            raise ValueError(
+                f"bench: --modes is {self.modes} with --device cpu; expected some of "
+                f"{list(CPU_MODES)} (SGLang's built-in DFLASH and NGRAM need CUDA)"
+            )
+        drafter_modes = [m for m in self.modes if m in DRAFTER_MODES]
+        if drafter_modes and not self.drafter:
+            raise ValueError(
+                f"bench: --drafter is {self.drafter!r}; expected a drafter path for --modes "
+                f"{','.join(drafter_modes)}"
+            )
+        for flag, value in (("--num-prompts", self.num_prompts), ("--max-new-tokens", self.max_new_tokens)):
+            if value < 1:
+                raise ValueError(f"bench: {flag} is {value}; expected an integer >= 1")
         if self.temperature < 0:
-            raise ValueError(f"--temperature={self.temperature} is invalid; expected >= 0")
+            raise ValueError(f"bench: --temperature is {self.temperature}; expected >= 0")
         if not self.concurrency or any(c < 1 for c in self.concurrency):
-            raise ValueError(f"--concurrency={self.concurrency} is invalid; expected integers >= 1")
+            raise ValueError(f"bench: --concurrency is {self.concurrency}; expected integers >= 1")
         for path in self.datasets:
             read_jsonl_prompts(path, limit=1)  # exists and parses
 
@@ -127,8 +150,14 @@ def mode_env(mode: str, profile_path: str, device: str = "cuda") -> dict:
 def environment(cfg: BenchConfig) -> dict:
     import importlib.metadata as md
 
-    info = {"model": cfg.model, "drafter": cfg.drafter, "device": cfg.device,
-            "attention_backend": CPU_ENGINE_ARGS["attention_backend"] if cfg.device == "cpu" else cfg.attention_backend}
+    info = {
+        "model": cfg.model,
+        "drafter": cfg.drafter,
+        "device": cfg.device,
+        "attention_backend": (
+            CPU_ENGINE_ARGS["attention_backend"] if cfg.device == "cpu" else cfg.attention_backend
+        ),
+    }
     for pkg in ("sglang", "torch", "transformers", "sglang-dflash", "sglang-kernel"):
         try:
             info[pkg] = md.version(pkg)
@@ -137,7 +166,8 @@ def environment(cfg: BenchConfig) -> dict:
     try:
         import torch
 
-        info["gpu"] = torch.cuda.get_device_name(0) if cfg.device == "cuda" and torch.cuda.is_available() else "cpu"
+        on_gpu = cfg.device == "cuda" and torch.cuda.is_available()
+        info["gpu"] = torch.cuda.get_device_name(0) if on_gpu else "cpu"
         info["cpu_threads"] = torch.get_num_threads()
     except Exception:  # pragma: no cover
         info["gpu"] = "unknown"
@@ -149,13 +179,25 @@ def run_mode(cfg: BenchConfig, mode: str, groups: list[dict], workdir: str) -> d
     result_path = os.path.join(workdir, f"{mode}.result.json")
     sampling = {"max_new_tokens": cfg.max_new_tokens, "temperature": cfg.temperature}
     with open(config_path, "w", encoding="utf-8") as f:
-        json.dump({"mode": mode, "engine_args": engine_args(cfg, mode), "sampling_params": sampling, "groups": groups,
-                   "warmup": cfg.warmup}, f)
-    proc = subprocess.run([sys.executable, "-m", "sglang_dflash.bench.engine_run", config_path, result_path],
-                          env=mode_env(mode, os.path.join(workdir, f"{mode}.profile.json"), cfg.device),
-                          timeout=cfg.timeout_s)
+        json.dump(
+            {
+                "mode": mode,
+                "engine_args": engine_args(cfg, mode),
+                "sampling_params": sampling,
+                "groups": groups,
+                "warmup": cfg.warmup,
+            },
+            f,
+        )
+    proc = subprocess.run(
+        [sys.executable, "-m", "sglang_dflash.bench.engine_run", config_path, result_path],
+        env=mode_env(mode, os.path.join(workdir, f"{mode}.profile.json"), cfg.device),
+        timeout=cfg.timeout_s,
+    )
     if proc.returncode != 0 or not os.path.exists(result_path):
-        raise RuntimeError(f"benchmark mode {mode!r} failed (exit code {proc.returncode}); see its output above")
+        raise RuntimeError(
+            f"bench: mode {mode}'s exit code is {proc.returncode}; expected 0 (see its output above)"
+        )
     with open(result_path, encoding="utf-8") as f:
         result = json.load(f)
     for group in result["groups"]:
@@ -176,21 +218,35 @@ def rescore(cfg: BenchConfig, raw: dict, prompts: dict[str, list]) -> None:
         for group in mode_result["groups"]:
             by_id = {p.id: p.input_ids for p in prompts[group["dataset"]]}
             samples = group["samples"]
-            gaps = teacher_forced_gaps(target, [by_id[s["id"]] for s in samples], [s["output_ids"] for s in samples])
+            gaps = teacher_forced_gaps(
+                target, [by_id[s["id"]] for s in samples], [s["output_ids"] for s in samples]
+            )
             group["greedy_consistency"] = ConsistencyReport.from_gaps(gaps).as_dict()
 
 
 def run(cfg: BenchConfig) -> dict[str, str]:
+    """Run every mode of ``cfg`` (checked when it was built) and write the report; returns its paths."""
     from transformers import AutoTokenizer
 
-    cfg.validate()
     tokenizer = AutoTokenizer.from_pretrained(cfg.model)
     prompts = {dataset_name(p): load_dataset(p, tokenizer, cfg.num_prompts) for p in cfg.datasets}
-    groups = [{"dataset": name, "concurrency": c,
-               "prompts": [{"id": p.id, "input_ids": list(p.input_ids)} for p in ps]}
-              for c in cfg.concurrency for name, ps in prompts.items()]
-    raw = {"temperature": cfg.temperature, "max_new_tokens": cfg.max_new_tokens, "num_prompts": cfg.num_prompts,
-           "config": dataclasses.asdict(cfg), "environment": environment(cfg), "modes": []}
+    groups = [
+        {
+            "dataset": name,
+            "concurrency": c,
+            "prompts": [{"id": p.id, "input_ids": list(p.input_ids)} for p in ps],
+        }
+        for c in cfg.concurrency
+        for name, ps in prompts.items()
+    ]
+    raw = {
+        "temperature": cfg.temperature,
+        "max_new_tokens": cfg.max_new_tokens,
+        "num_prompts": cfg.num_prompts,
+        "config": dataclasses.asdict(cfg),
+        "environment": environment(cfg),
+        "modes": [],
+    }
     with tempfile.TemporaryDirectory() as workdir:
         for mode in tqdm(cfg.modes, desc="modes", unit="mode"):
             raw["modes"].append(run_mode(cfg, mode, groups, workdir))
@@ -205,17 +261,30 @@ def add_parser(sub) -> None:
     p.add_argument("--drafter", default=None)
     p.add_argument("--datasets", nargs="+", required=True, help="JSONL files of {id, prompt}")
     p.add_argument("--out", required=True, help="output directory for results.{json,md,png}")
-    p.add_argument("--modes", default=None, type=lambda s: [m.strip() for m in s.split(",") if m.strip()],
-                   help=f"comma-separated, default {','.join(MODES)} (--device cpu: {','.join(CPU_MODES)})")
+    p.add_argument(
+        "--modes",
+        default=None,
+        type=lambda s: [m.strip() for m in s.split(",") if m.strip()],
+        help=f"comma-separated, default {','.join(MODES)} (--device cpu: {','.join(CPU_MODES)})",
+    )
     p.add_argument("--num-prompts", type=int, default=64)
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--concurrency", type=parse_concurrency, default=[1, 4, 16])
     p.add_argument("--block-size", type=int, default=None)
     p.add_argument("--attention-backend", default="triton", help="GPU attention backend (CPU: torch_native)")
-    p.add_argument("--device", choices=DEVICES, default="cuda",
-                   help="cpu: SGLang's CPU backend (float32, torch_native); modes baseline and dflash")
-    p.add_argument("--max-total-tokens", type=int, default=None, help=f"KV pool size in tokens (default: the host's; {CPU_DEFAULT_MAX_TOTAL_TOKENS} on CPU)")
+    p.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cuda",
+        help="cpu: SGLang's CPU backend (float32, torch_native); modes baseline and dflash",
+    )
+    p.add_argument(
+        "--max-total-tokens",
+        type=int,
+        default=None,
+        help=f"KV pool size in tokens (default: the host's; {CPU_DEFAULT_MAX_TOTAL_TOKENS} on CPU)",
+    )
     p.add_argument("--mem-fraction-static", type=float, default=0.6)
     p.add_argument("--keep-radix-cache", dest="disable_radix_cache", action="store_false")
     p.add_argument("--no-rescore", dest="rescore", action="store_false")
@@ -227,9 +296,8 @@ def main(args) -> int:
     fields = {f.name for f in dataclasses.fields(BenchConfig)}
     if args.modes is None:
         args.modes = list(CPU_MODES if args.device == "cpu" else MODES)
-    cfg = BenchConfig(**{k: v for k, v in vars(args).items() if k in fields})
     try:
-        cfg.validate()
+        cfg = BenchConfig(**{k: v for k, v in vars(args).items() if k in fields})
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

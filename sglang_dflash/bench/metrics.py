@@ -8,7 +8,7 @@ A sample is a dict per request: ``output_ids``, ``latency`` and ``ttft`` (second
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..evaluation import exact_match_summary
 

@@ -20,10 +20,17 @@ def summarize(raw: dict) -> list[dict]:
         summary = {mode: summarize_group(g["samples"], g["wall_seconds"]) for mode, g in groups.items()}
         ratios = speedups(summary)
         for mode, s in summary.items():
-            row = {"dataset": dataset, "concurrency": concurrency, "mode": mode, **s,
-                   "speedup": ratios.get(mode, math.nan)}
+            row = {
+                "dataset": dataset,
+                "concurrency": concurrency,
+                "mode": mode,
+                **s,
+                "speedup": ratios.get(mode, math.nan),
+            }
             if "baseline" in groups and raw.get("temperature", 0) == 0:
-                row["exact_match_rate"] = agreement_with_baseline(groups[mode]["samples"], groups["baseline"]["samples"])["exact_match_rate"]
+                row["exact_match_rate"] = agreement_with_baseline(
+                    groups[mode]["samples"], groups["baseline"]["samples"]
+                )["exact_match_rate"]
             row["greedy_consistency"] = groups[mode].get("greedy_consistency", {}).get("rate")
             profile = groups[mode].get("step_profile") or {}
             row["draft_ms"], row["verify_ms"] = profile.get("draft_ms"), profile.get("verify_ms")
@@ -37,9 +44,21 @@ def _fmt(value, digits=2) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
-COLUMNS = [("dataset", 0), ("concurrency", 0), ("mode", 0), ("output_tokens_per_s", 1), ("speedup", 2), ("tau", 2),
-           ("latency_p50", 2), ("latency_p90", 2), ("ttft_p50", 3), ("exact_match_rate", 2), ("greedy_consistency", 3),
-           ("draft_ms", 3), ("verify_ms", 3)]
+COLUMNS = [
+    ("dataset", 0),
+    ("concurrency", 0),
+    ("mode", 0),
+    ("output_tokens_per_s", 1),
+    ("speedup", 2),
+    ("tau", 2),
+    ("latency_p50", 2),
+    ("latency_p90", 2),
+    ("ttft_p50", 3),
+    ("exact_match_rate", 2),
+    ("greedy_consistency", 3),
+    ("draft_ms", 3),
+    ("verify_ms", 3),
+]
 
 
 def markdown_table(rows: list[dict]) -> str:
@@ -62,7 +81,11 @@ def plot_speedups(rows: list[dict], path: str) -> None:
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 3.8), squeeze=False)
     for ax, dataset in zip(axes[0], datasets):
         for mode in sorted({r["mode"] for r in rows}):
-            pts = sorted((r["concurrency"], r["speedup"]) for r in rows if r["dataset"] == dataset and r["mode"] == mode)
+            pts = sorted(
+                (r["concurrency"], r["speedup"])
+                for r in rows
+                if r["dataset"] == dataset and r["mode"] == mode
+            )
             if pts:
                 ax.plot([c for c, _ in pts], [s for _, s in pts], marker="o", label=mode)
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
@@ -88,8 +111,10 @@ def write_report(raw: dict, out_dir: str, stem: str = "results") -> dict[str, st
     env = raw.get("environment", {})
     with open(paths["md"], "w", encoding="utf-8") as f:
         f.write(f"# Benchmark: {env.get('model', '?')} on {env.get('gpu', '?')}\n\n")
-        f.write(f"temperature {raw.get('temperature')}, max_new_tokens {raw.get('max_new_tokens')}, "
-                f"drafter {env.get('drafter', '?')}\n\n")
+        f.write(
+            f"temperature {raw.get('temperature')}, max_new_tokens {raw.get('max_new_tokens')}, "
+            f"drafter {env.get('drafter', '?')}\n\n"
+        )
         f.write(markdown_table(rows))
     try:
         plot_speedups(rows, paths["png"])

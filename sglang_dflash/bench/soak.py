@@ -74,13 +74,23 @@ class SoakResult:
 
 def sampling_params(kind: str) -> dict:
     """OpenAI completion fields of one sampling kind."""
-    return {"greedy": {"temperature": 0}, "temperature": {"temperature": 0.7},
-            "top_p": {"temperature": 0.7, "top_p": 0.9}, "top_k": {"temperature": 0.7, "top_k": 20}}[kind]
+    return {
+        "greedy": {"temperature": 0},
+        "temperature": {"temperature": 0.7},
+        "top_p": {"temperature": 0.7, "top_p": 0.9},
+        "top_k": {"temperature": 0.7, "top_k": 20},
+    }[kind]
 
 
-def make_plan(prompts: Sequence[Sequence[int]], num_requests: int, max_tokens: int = 96, seed: int = 0,
-              disconnect_fraction: float = 0.1, shared_prefix_fraction: float = 0.2,
-              stop_fraction: float = 0.25) -> list[SoakRequest]:
+def make_plan(
+    prompts: Sequence[Sequence[int]],
+    num_requests: int,
+    max_tokens: int = 96,
+    seed: int = 0,
+    disconnect_fraction: float = 0.1,
+    shared_prefix_fraction: float = 0.2,
+    stop_fraction: float = 0.25,
+) -> list[SoakRequest]:
     """A reproducible mix of ``num_requests`` requests over ``prompts`` (token ids, at least 4).
 
     Shared-prefix prompts are ``prompts[0] + prompts[1]`` plus the last 8 tokens of another prompt.
@@ -95,15 +105,24 @@ def make_plan(prompts: Sequence[Sequence[int]], num_requests: int, max_tokens: i
         prompt = tuple(rng.choice(prompts))
         if rng.random() < shared_prefix_fraction:
             prompt = prefix + tuple(rng.choice(prompts[2:]))[-8:]
-        params = {**sampling_params(SAMPLING_KINDS[index % len(SAMPLING_KINDS)]),
-                  "max_tokens": rng.randint(1, max_tokens)}
+        params = {
+            **sampling_params(SAMPLING_KINDS[index % len(SAMPLING_KINDS)]),
+            "max_tokens": rng.randint(1, max_tokens),
+        }
         if rng.random() < stop_fraction:
             params["stop"] = rng.choice(STOP_STRINGS)
         disconnect = rng.random() < disconnect_fraction
         if disconnect:
             params["max_tokens"] = max(params["max_tokens"], min(32, max_tokens))
-        plan.append(SoakRequest(index, prompt, params, stream=disconnect or rng.random() < 0.5,
-                                disconnect_after=rng.randint(1, 3) if disconnect else None))
+        plan.append(
+            SoakRequest(
+                index,
+                prompt,
+                params,
+                stream=disconnect or rng.random() < 0.5,
+                disconnect_after=rng.randint(1, 3) if disconnect else None,
+            )
+        )
     return plan
 
 
@@ -141,8 +160,11 @@ def _send_streamed(base: str, request: SoakRequest, result: SoakResult, timeout_
             if chunk.get("usage"):
                 result.completion_tokens = int(chunk["usage"].get("completion_tokens") or 0)
             chunks += 1
-            if request.disconnect_after is not None and chunks >= request.disconnect_after \
-                    and result.finish_reason is None:
+            if (
+                request.disconnect_after is not None
+                and chunks >= request.disconnect_after
+                and result.finish_reason is None
+            ):
                 result.aborted = True
                 return  # leaving the context closes the connection: the server aborts the request
 
@@ -157,8 +179,9 @@ def send(base: str, request: SoakRequest, timeout_s: float = 900) -> SoakResult:
     return result
 
 
-def run_clients(base: str, plan: Sequence[SoakRequest], concurrency: int, progress: bool = True,
-                desc: str = "soak") -> tuple[list[SoakResult], float]:
+def run_clients(
+    base: str, plan: Sequence[SoakRequest], concurrency: int, progress: bool = True, desc: str = "soak"
+) -> tuple[list[SoakResult], float]:
     """Every planned request, ``concurrency`` clients at a time: (results in plan order, wall seconds)."""
     from tqdm import tqdm
 
@@ -195,6 +218,7 @@ def parse_metrics(text: str) -> dict[str, float]:
 
 def tau_between(before: dict[str, float], after: dict[str, float]) -> float | None:
     """Completion tokens per verify step between two scrapes (None without speculative counters)."""
+
     def moved(name: str) -> float:
         return after.get(name, 0.0) - before.get(name, 0.0)
 
@@ -202,8 +226,9 @@ def tau_between(before: dict[str, float], after: dict[str, float]) -> float | No
     return round(tokens / steps, 3) if steps > 0 else None
 
 
-def reference_outputs(base: str, plan: Sequence[SoakRequest], concurrency: int,
-                      progress: bool = True) -> dict[int, str]:
+def reference_outputs(
+    base: str, plan: Sequence[SoakRequest], concurrency: int, progress: bool = True
+) -> dict[int, str]:
     """Greedy, non-disconnecting requests of ``plan`` served non-streamed by ``base`` (no speculation)."""
     greedy = [dataclasses.replace(r, stream=False) for r in plan if r.greedy and r.disconnect_after is None]
     results, _ = run_clients(base, greedy, concurrency, progress, desc="reference")
@@ -213,25 +238,39 @@ def reference_outputs(base: str, plan: Sequence[SoakRequest], concurrency: int,
     return {r.index: r.text for r in results}
 
 
-def problems(plan: Sequence[SoakRequest], results: Sequence[SoakResult],
-             reference: dict[int, str] | None = None) -> list[str]:
+def problems(
+    plan: Sequence[SoakRequest], results: Sequence[SoakResult], reference: dict[int, str] | None = None
+) -> list[str]:
     """Everything that must not happen: errors, unfinished requests, greedy text unlike the reference."""
     found = []
     for request, result in zip(plan, results):
         if result.error is not None:
             found.append(f"request {request.index}: HTTP {result.status}: {result.error}")
         elif not result.aborted and result.finish_reason not in VALID_FINISH_REASONS:
-            found.append(f"request {request.index}: finish_reason is {result.finish_reason!r}; "
-                         f"expected one of {VALID_FINISH_REASONS}")
-        elif reference is not None and request.index in reference and not result.aborted \
-                and result.text != reference[request.index]:
-            found.append(f"request {request.index} (greedy, {request.params}): text is {result.text[:80]!r}; "
-                         f"expected the plain server's {reference[request.index][:80]!r}")
+            found.append(
+                f"request {request.index}: finish_reason is {result.finish_reason!r}; "
+                f"expected one of {VALID_FINISH_REASONS}"
+            )
+        elif (
+            reference is not None
+            and request.index in reference
+            and not result.aborted
+            and result.text != reference[request.index]
+        ):
+            found.append(
+                f"request {request.index} (greedy, {request.params}): text is {result.text[:80]!r}; "
+                f"expected the plain server's {reference[request.index][:80]!r}"
+            )
     return found
 
 
-def soak(server: SoakServer, plan: Sequence[SoakRequest], concurrency: int,
-         reference: dict[int, str] | None = None, progress: bool = True) -> tuple[dict, list[str]]:
+def soak(
+    server: SoakServer,
+    plan: Sequence[SoakRequest],
+    concurrency: int,
+    reference: dict[int, str] | None = None,
+    progress: bool = True,
+) -> tuple[dict, list[str]]:
     """Run ``plan`` against ``server``, then check it idles with its start KV usage and still answers.
 
     Returns (the table row, problems).
@@ -243,18 +282,25 @@ def soak(server: SoakServer, plan: Sequence[SoakRequest], concurrency: int,
     leaked = server.used_tokens_when_idle() - used_before
     found = problems(plan, results, reference)
     if leaked:
-        found.append(f"KV slots in use when idle: {used_before + leaked}; "
-                     f"expected the start value {used_before}")
+        found.append(
+            f"KV slots in use when idle: {used_before + leaked}; expected the start value {used_before}"
+        )
     probe = send(server.base, SoakRequest(-1, plan[0].prompt_ids, {"temperature": 0, "max_tokens": 4}, False))
     if probe.error or not server.alive():
         found.append(f"the server no longer answers after the soak: {probe.error}")
     tokens = sum(r.completion_tokens for r in results)
     compared = [r for p, r in zip(plan, results) if reference and p.index in reference and not r.aborted]
     exact = sum(r.text == reference[r.index] for r in compared) if reference else 0
-    row = {"requests": len(plan), "errors": sum(r.error is not None for r in results),
-           "aborts": sum(r.aborted for r in results), "tokens": tokens,
-           "tau": tau_between(metrics_before, metrics_after), "tok/s": round(tokens / wall_s, 1),
-           "leaks": leaked, "greedy exact": f"{exact}/{len(compared)}" if reference else "-"}
+    row = {
+        "requests": len(plan),
+        "errors": sum(r.error is not None for r in results),
+        "aborts": sum(r.aborted for r in results),
+        "tokens": tokens,
+        "tau": tau_between(metrics_before, metrics_after),
+        "tok/s": round(tokens / wall_s, 1),
+        "leaks": leaked,
+        "greedy exact": f"{exact}/{len(compared)}" if reference else "-",
+    }
     return row, found
 
 

@@ -59,12 +59,23 @@ if triton is not None:
 
     @triton.jit
     def _norm_rope_kernel(
-        x_ptr, x_stride_tok, x_stride_head,
-        v_ptr, v_stride_tok, v_stride_head,
-        w_ptr, pos_ptr, cos_sin_ptr, cos_sin_stride,
+        x_ptr,
+        x_stride_tok,
+        x_stride_head,
+        v_ptr,
+        v_stride_tok,
+        v_stride_head,
+        w_ptr,
+        pos_ptr,
+        cos_sin_ptr,
+        cos_sin_stride,
         slot_ptr,
-        out_ptr, out_stride_tok, out_stride_head,
-        vout_ptr, vout_stride_tok, vout_stride_head,
+        out_ptr,
+        out_stride_tok,
+        out_stride_head,
+        vout_ptr,
+        vout_stride_tok,
+        vout_stride_head,
         eps,
         HALF: tl.constexpr,
         HAS_SLOTS: tl.constexpr,
@@ -103,10 +114,15 @@ if triton is not None:
 def _check(x: torch.Tensor, norm_weight: torch.Tensor, cos_sin: torch.Tensor) -> int:
     d = x.shape[-1]
     if d % 2 or (d // 2) & (d // 2 - 1):
-        raise ValueError(f"head_dim={d} is unsupported by the Triton norm+rope kernel; expected 2 * a power of two")
+        raise ValueError(
+            f"head_dim={d} is unsupported by the Triton norm+rope kernel; expected 2 * a power of two"
+        )
     if x.stride(-1) != 1 or norm_weight.shape != (d,) or cos_sin.shape[1] != d:
-        raise ValueError(f"norm_rope: bad layouts x{tuple(x.shape)} stride {x.stride()}, weight {tuple(norm_weight.shape)}, "
-                         f"cos_sin {tuple(cos_sin.shape)}")
+        raise ValueError(
+            f"norm_rope: bad layouts x{tuple(x.shape)} stride {x.stride()}, "
+            f"weight {tuple(norm_weight.shape)}, "
+            f"cos_sin {tuple(cos_sin.shape)}"
+        )
     return d // 2
 
 
@@ -124,8 +140,28 @@ def norm_rope_triton(
     n, heads = x.shape[0], x.shape[1]
     if n:
         _norm_rope_kernel[(n, heads)](
-            x, x.stride(0), x.stride(1), x, 0, 0, norm_weight, positions, cos_sin, cos_sin.stride(0), positions,
-            out, out.stride(0), out.stride(1), out, 0, 0, eps, HALF=half, HAS_SLOTS=False, HAS_VALUES=False)
+            x,
+            x.stride(0),
+            x.stride(1),
+            x,
+            0,
+            0,
+            norm_weight,
+            positions,
+            cos_sin,
+            cos_sin.stride(0),
+            positions,
+            out,
+            out.stride(0),
+            out.stride(1),
+            out,
+            0,
+            0,
+            eps,
+            HALF=half,
+            HAS_SLOTS=False,
+            HAS_VALUES=False,
+        )
     return out
 
 
@@ -145,7 +181,25 @@ def write_kv_triton(
     n, heads = keys.shape[0], keys.shape[1]
     if n:
         _norm_rope_kernel[(n, heads)](
-            keys, keys.stride(0), keys.stride(1), values, values.stride(0), values.stride(1),
-            norm_weight, positions, cos_sin, cos_sin.stride(0), slots,
-            k_buffer, k_buffer.stride(0), k_buffer.stride(1), v_buffer, v_buffer.stride(0), v_buffer.stride(1),
-            eps, HALF=half, HAS_SLOTS=True, HAS_VALUES=True)
+            keys,
+            keys.stride(0),
+            keys.stride(1),
+            values,
+            values.stride(0),
+            values.stride(1),
+            norm_weight,
+            positions,
+            cos_sin,
+            cos_sin.stride(0),
+            slots,
+            k_buffer,
+            k_buffer.stride(0),
+            k_buffer.stride(1),
+            v_buffer,
+            v_buffer.stride(0),
+            v_buffer.stride(1),
+            eps,
+            HALF=half,
+            HAS_SLOTS=True,
+            HAS_VALUES=True,
+        )

@@ -51,28 +51,38 @@ def configure_cpu_server_args(server_args: ServerArgs) -> None:
         raise config_error("--enable-dp-attention", True, "off for DFLASH on CPU")
     if server_args.pp_size != 1:
         raise config_error("--pp-size", server_args.pp_size, "1 for DFLASH")
-    for flag, attr in (("--attention-backend", "attention_backend"),
-                       ("--speculative-draft-attention-backend", "speculative_draft_attention_backend")):
+    for flag, attr in (
+        ("--attention-backend", "attention_backend"),
+        ("--speculative-draft-attention-backend", "speculative_draft_attention_backend"),
+    ):
         value = getattr(server_args, attr, None)
         if value == HOST_CPU_DEFAULT_BACKEND:
-            logger.warning("DFLASH on CPU: %s %s has no block-verify path; using %s", flag, value, CPU_ATTENTION_BACKEND)
+            logger.warning(
+                "DFLASH on CPU: %s %s has no block-verify path; using %s", flag, value, CPU_ATTENTION_BACKEND
+            )
         elif value not in (None, CPU_ATTENTION_BACKEND):
-            raise config_error(flag, value, f"{CPU_ATTENTION_BACKEND!r} (or unset) for DFLASH on --device cpu")
+            raise config_error(
+                flag, value, f"{CPU_ATTENTION_BACKEND!r} (or unset) for DFLASH on --device cpu"
+            )
         setattr(server_args, attr, CPU_ATTENTION_BACKEND)
     server_args.speculative_num_steps = 1
     server_args.speculative_eagle_topk = 1
     window = server_args.speculative_draft_window_size
     if window is not None and int(window) < int(server_args.speculative_num_draft_tokens):
-        raise config_error("--speculative-draft-window-size", window,
-                           f">= the block size {server_args.speculative_num_draft_tokens}")
+        raise config_error(
+            "--speculative-draft-window-size",
+            window,
+            f">= the block size {server_args.speculative_num_draft_tokens}",
+        )
     if server_args.max_running_requests is None:
         server_args.max_running_requests = DEFAULT_MAX_RUNNING_REQUESTS
     server_args.enable_mixed_chunk = False
 
 
 # ----------------------------------------------------------------------------- block attention
-def block_attention_mask(prefix_len: int, block_size: int, causal: bool, sliding_window: int | None,
-                         device: torch.device) -> torch.Tensor | None:
+def block_attention_mask(
+    prefix_len: int, block_size: int, causal: bool, sliding_window: int | None, device: torch.device
+) -> torch.Tensor | None:
     """Which keys [0, prefix_len + block_size) each block query (at prefix_len + i) may read; None = all."""
     if not causal:
         return None
@@ -112,8 +122,13 @@ def block_attention(
         values = value_buffer[slots].transpose(0, 1).to(q.dtype)
         mask = block_attention_mask(prefix_len, block_size, causal, window, q.device)
         attended = F.scaled_dot_product_attention(
-            queries[row].transpose(0, 1), keys, values, attn_mask=mask, scale=layer.scaling,
-            enable_gqa=heads != layer.tp_k_head_num)
+            queries[row].transpose(0, 1),
+            keys,
+            values,
+            attn_mask=mask,
+            scale=layer.scaling,
+            enable_gqa=heads != layer.tp_k_head_num,
+        )
         out[row] = attended.transpose(0, 1)
     return out.reshape(-1, heads * v_dim)
 
@@ -122,22 +137,31 @@ def is_block_forward(forward_batch: ForwardBatch) -> bool:
     """A TARGET_VERIFY-shaped forward over one DFLASH block per request (drafter or target)."""
     from .spec_inputs import DFlashBlockInput
 
-    return forward_batch.forward_mode.is_target_verify() and isinstance(forward_batch.spec_info, DFlashBlockInput)
+    return forward_batch.forward_mode.is_target_verify() and isinstance(
+        forward_batch.spec_info, DFlashBlockInput
+    )
 
 
 def torch_native_forward_extend(original, self, q, k, v, layer, forward_batch, save_kv_cache=True, **kwargs):
-    """AROUND hook on ``TorchNativeAttnBackend.forward_extend``: DFLASH blocks go to :func:`block_attention`."""
+    """AROUND hook on ``TorchNativeAttnBackend.forward_extend``: DFLASH blocks use :func:`block_attention`."""
     if not is_block_forward(forward_batch):
         return original(self, q, k, v, layer, forward_batch, save_kv_cache=save_kv_cache, **kwargs)
     from sglang.srt.mem_cache.memory_pool import KVWriteLoc
 
     if save_kv_cache and k is not None and v is not None:
-        self.token_to_kv_pool.set_kv_buffer(layer, KVWriteLoc(forward_batch.out_cache_loc, self.swa_out_cache_loc),
-                                            k, v)
+        self.token_to_kv_pool.set_kv_buffer(
+            layer, KVWriteLoc(forward_batch.out_cache_loc, self.swa_out_cache_loc), k, v
+        )
     return block_attention(
-        q, layer, self.token_to_kv_pool.get_key_buffer(layer.layer_id),
-        self.token_to_kv_pool.get_value_buffer(layer.layer_id), self.req_to_token_pool.req_to_token,
-        forward_batch.req_pool_indices, forward_batch.seq_lens, forward_batch.spec_info.draft_token_num)
+        q,
+        layer,
+        self.token_to_kv_pool.get_key_buffer(layer.layer_id),
+        self.token_to_kv_pool.get_value_buffer(layer.layer_id),
+        self.req_to_token_pool.req_to_token,
+        forward_batch.req_pool_indices,
+        forward_batch.seq_lens,
+        forward_batch.spec_info.draft_token_num,
+    )
 
 
 # ----------------------------------------------------------------------------- streams

@@ -17,7 +17,7 @@ tokens were first committed (slot ids are shared between the target and draft po
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -67,8 +67,17 @@ class ContextInjector:
         for layer in range(self.num_layers):
             keys, values = kv[:, layer, 0], kv[:, layer, 1]
             if self._direct:
-                self._write(keys, values, self.k_norm[layer], positions, slots, cos_sin,
-                            self.pool.get_key_buffer(layer), self.pool.get_value_buffer(layer), eps)
+                self._write(
+                    keys,
+                    values,
+                    self.k_norm[layer],
+                    positions,
+                    slots,
+                    cos_sin,
+                    self.pool.get_key_buffer(layer),
+                    self.pool.get_value_buffer(layer),
+                    eps,
+                )
             else:  # quantised / scaled KV cache: let the pool store it
                 k = norm_rope_torch(keys, self.k_norm[layer], positions, cos_sin, eps)
                 self.pool.set_kv_buffer(self.model.layers[layer].attn, slots, k, values)

@@ -6,8 +6,8 @@ allocated (same slot indices as the target's pool, shared ``req_to_token``):
 
 - context K/V of committed tokens are written into that pool by :mod:`.inject` (from the
   target's hidden states, never by running this model);
-- a forward pass takes one block per request ([bonus token, MASK x (B-1)] at positions
-  seq_len..seq_len+B-1), writes the block's own K/V into the block's slots and attends
+- a forward pass takes one block per request ([bonus token, MASK x (block_size - 1)] at positions
+  seq_len .. seq_len + block_size - 1), writes the block's own K/V into the block's slots and attends
   **bidirectionally** (``AttentionType.ENCODER_ONLY``) over [context ; block];
 - the target's embeddings and lm_head are shared (:meth:`set_embed_and_head`).
 
@@ -17,20 +17,18 @@ The math is the reference drafter's (:mod:`sglang_dflash.draft_model`); fused ke
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Tuple
+from collections.abc import Iterable
 
 import torch
 import torch.nn.functional as F
-from torch import nn
-
 from sglang.srt.layers.logits_processor import LogitsProcessorOutput
 from sglang.srt.layers.radix_attention import AttentionType, RadixAttention
+from torch import nn
 
 from ..checkpoint import check_state_dict, published_name
 from ..config import DFlashConfig, config_error
 from ..draft_model import cos_sin_cache
 from ..kernels.norm_rope import norm_rope_torch, norm_rope_triton
-
 
 
 # ----------------------------------------------------------------------------- fused ops
@@ -43,7 +41,9 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
 
 
-def add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float) -> Tuple[torch.Tensor, torch.Tensor]:
+def add_rms_norm(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(rmsnorm(x + residual), x + residual)."""
     if x.is_cuda:
         from sgl_kernel import fused_add_rmsnorm
@@ -65,7 +65,9 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     return F.silu(x[..., :d]) * x[..., d:]
 
 
-def norm_rope(x: torch.Tensor, weight: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor, eps: float) -> torch.Tensor:
+def norm_rope(
+    x: torch.Tensor, weight: torch.Tensor, positions: torch.Tensor, cos_sin: torch.Tensor, eps: float
+) -> torch.Tensor:
     if x.is_cuda:
         return norm_rope_triton(x, weight, positions, cos_sin, eps, out=x)
     return norm_rope_torch(x, weight, positions, cos_sin, eps)
@@ -78,10 +80,17 @@ class DFlashSGLangLayer(nn.Module):
     def __init__(self, config: DFlashConfig, layer_id: int) -> None:
         super().__init__()
         if config.layer_is_sliding(layer_id):
-            raise config_error(f"layer_types[{layer_id}]", "sliding_attention",
-                               "full_attention in the SGLang worker (sliding draft layers run in the reference only)")
+            raise config_error(
+                f"layer_types[{layer_id}]",
+                "sliding_attention",
+                "full_attention in the SGLang worker (sliding draft layers run in the reference only)",
+            )
         h, d = config.hidden_size, config.head_dim
-        self.num_heads, self.num_kv_heads, self.head_dim = config.num_attention_heads, config.num_key_value_heads, d
+        self.num_heads, self.num_kv_heads, self.head_dim = (
+            config.num_attention_heads,
+            config.num_key_value_heads,
+            d,
+        )
         self.q_size, self.kv_size = self.num_heads * d, self.num_kv_heads * d
         self.eps = config.rms_norm_eps
         self.qkv_proj = nn.Linear(h, self.q_size + 2 * self.kv_size, bias=config.attention_bias)
@@ -92,8 +101,15 @@ class DFlashSGLangLayer(nn.Module):
         self.post_attention_layernorm_weight = nn.Parameter(torch.ones(h))
         self.gate_up_proj = nn.Linear(h, 2 * config.intermediate_size, bias=False)
         self.down_proj = nn.Linear(config.intermediate_size, h, bias=False)
-        self.attn = RadixAttention(self.num_heads, d, d**-0.5, self.num_kv_heads, layer_id=layer_id,
-                                   attn_type=AttentionType.ENCODER_ONLY, prefix=f"layers.{layer_id}.attn")
+        self.attn = RadixAttention(
+            self.num_heads,
+            d,
+            d**-0.5,
+            self.num_kv_heads,
+            layer_id=layer_id,
+            attn_type=AttentionType.ENCODER_ONLY,
+            prefix=f"layers.{layer_id}.attn",
+        )
 
     def forward(self, positions, hidden, residual, forward_batch, cos_sin):
         if residual is None:
@@ -102,8 +118,12 @@ class DFlashSGLangLayer(nn.Module):
             x, residual = add_rms_norm(hidden, residual, self.input_layernorm_weight, self.eps)
         q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
         n = q.shape[0]
-        q = norm_rope(q.reshape(n, self.num_heads, self.head_dim), self.q_norm_weight, positions, cos_sin, self.eps)
-        k = norm_rope(k.reshape(n, self.num_kv_heads, self.head_dim), self.k_norm_weight, positions, cos_sin, self.eps)
+        q = norm_rope(
+            q.reshape(n, self.num_heads, self.head_dim), self.q_norm_weight, positions, cos_sin, self.eps
+        )
+        k = norm_rope(
+            k.reshape(n, self.num_kv_heads, self.head_dim), self.k_norm_weight, positions, cos_sin, self.eps
+        )
         out = self.attn(q.reshape(n, -1), k.reshape(n, -1), v.contiguous(), forward_batch)
         hidden = self.o_proj(out)
         x, residual = add_rms_norm(hidden, residual, self.post_attention_layernorm_weight, self.eps)
@@ -116,19 +136,21 @@ class DFlashDrafterForSGLang(nn.Module):
     def __init__(self, config, quant_config=None, prefix: str = "") -> None:
         super().__init__()
         if quant_config is not None:
-            raise config_error("quantization", type(quant_config).__name__, "an unquantized DFlash drafter")
+            raise config_error("--quantization", type(quant_config).__name__, "an unquantized DFlash drafter")
         raw = config.to_dict() if hasattr(config, "to_dict") else dict(config)
         self.config = config
         self.dflash = DFlashConfig.from_dict(raw)
         h = self.dflash.hidden_size
         self.fc = nn.Linear(self.dflash.num_context_layers * h, h, bias=False)
         self.hidden_norm_weight = nn.Parameter(torch.ones(h))
-        self.layers = nn.ModuleList(DFlashSGLangLayer(self.dflash, i) for i in range(self.dflash.num_hidden_layers))
+        self.layers = nn.ModuleList(
+            DFlashSGLangLayer(self.dflash, i) for i in range(self.dflash.num_hidden_layers)
+        )
         self.norm_weight = nn.Parameter(torch.ones(h))
         self.eps = self.dflash.rms_norm_eps
-        self.cos_sin: Optional[torch.Tensor] = None
-        self._embed: Optional[torch.Tensor] = None
-        self._head: Optional[torch.Tensor] = None
+        self.cos_sin: torch.Tensor | None = None
+        self._embed: torch.Tensor | None = None
+        self._head: torch.Tensor | None = None
         self.prepare_rope(self.dflash.max_position_embeddings)
         # Inference only, like the host's own layers: no autograd state on weights or activations.
         self.requires_grad_(False)
@@ -137,13 +159,15 @@ class DFlashDrafterForSGLang(nn.Module):
     def prepare_rope(self, max_positions: int) -> None:
         """(Re)build the float32 RoPE cache for positions < ``max_positions``."""
         device = self.fc.weight.device
-        self.cos_sin = cos_sin_cache(self.dflash.head_dim, self.dflash.rope_parameters, max_positions).to(device)
+        self.cos_sin = cos_sin_cache(self.dflash.head_dim, self.dflash.rope_parameters, max_positions).to(
+            device
+        )
 
     def set_embed_and_head(self, embed: torch.Tensor, head: torch.Tensor) -> None:
         """Share the target's embedding and lm_head weights (no copy)."""
         self._embed, self._head = embed, head
 
-    def get_embed_and_head(self) -> Tuple[torch.Tensor, torch.Tensor]:
+    def get_embed_and_head(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self._embed, self._head
 
     # ------------------------------------------------------------------ context
@@ -153,16 +177,18 @@ class DFlashDrafterForSGLang(nn.Module):
 
     def context_kv_weight(self) -> torch.Tensor:
         """[L * 2 * Hkv * D, H]: every layer's k_proj and v_proj rows, for one GEMM over the context."""
-        rows = [layer.qkv_proj.weight[layer.q_size:] for layer in self.layers]
+        rows = [layer.qkv_proj.weight[layer.q_size :] for layer in self.layers]
         return torch.cat(rows, dim=0).contiguous()
 
-    def context_kv_bias(self) -> Optional[torch.Tensor]:
+    def context_kv_bias(self) -> torch.Tensor | None:
         if self.layers[0].qkv_proj.bias is None:
             return None
-        return torch.cat([layer.qkv_proj.bias[layer.q_size:] for layer in self.layers]).contiguous()
+        return torch.cat([layer.qkv_proj.bias[layer.q_size :] for layer in self.layers]).contiguous()
 
     # ------------------------------------------------------------------ forward
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, forward_batch, **kwargs) -> LogitsProcessorOutput:
+    def forward(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, forward_batch, **kwargs
+    ) -> LogitsProcessorOutput:
         """Denoise one block per request; logits of every block position over the target vocab."""
         if self._embed is None:
             raise RuntimeError("DFlashDrafterForSGLang.set_embed_and_head() must be called before forward()")
@@ -175,7 +201,7 @@ class DFlashDrafterForSGLang(nn.Module):
         return LogitsProcessorOutput(next_token_logits=logits, hidden_states=None)
 
     # ------------------------------------------------------------------ weights
-    def load_weights(self, weights: Iterable[Tuple[str, torch.Tensor]]) -> None:
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Load the published layout (separate q/k/v, gate/up) into the fused parameters."""
         state = {published_name(name): tensor for name, tensor in weights}
         check_state_dict(self.dflash, state)
@@ -192,8 +218,8 @@ class DFlashDrafterForSGLang(nn.Module):
                         continue
                     fused = getattr(layer.qkv_proj, suffix)
                     fused[:q].copy_(state[p + f"self_attn.q_proj.{suffix}"])
-                    fused[q:q + kv].copy_(state[p + f"self_attn.k_proj.{suffix}"])
-                    fused[q + kv:].copy_(state[p + f"self_attn.v_proj.{suffix}"])
+                    fused[q : q + kv].copy_(state[p + f"self_attn.k_proj.{suffix}"])
+                    fused[q + kv :].copy_(state[p + f"self_attn.v_proj.{suffix}"])
                 layer.o_proj.weight.copy_(state[p + "self_attn.o_proj.weight"])
                 if layer.o_proj.bias is not None:
                     layer.o_proj.bias.copy_(state[p + "self_attn.o_proj.bias"])

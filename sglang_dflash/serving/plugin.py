@@ -35,9 +35,13 @@ OURS, BUILTIN = "sglang-dflash", "builtin"
 
 CREATE_WORKER = "sglang.srt.speculative.spec_info.SpeculativeAlgorithm.create_worker"
 HANDLE_SPECULATIVE = "sglang.srt.arg_groups.speculative_hook.handle_speculative_decoding"
-RESOLVE_AUX = "sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state._resolve_dflash_aux_hidden_state"
+RESOLVE_AUX = (
+    "sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state._resolve_dflash_aux_hidden_state"
+)
 VALIDATE_REQUEST = "sglang.srt.managers.scheduler.validate_dflash_request"
-GRAPH_SPEC_INFO = "sglang.srt.model_executor.runner.decode_cuda_graph_runner.DecodeCudaGraphRunner.get_spec_info"
+GRAPH_SPEC_INFO = (
+    "sglang.srt.model_executor.runner.decode_cuda_graph_runner.DecodeCudaGraphRunner.get_spec_info"
+)
 DUMMY_VERIFY = "sglang.srt.speculative.spec_info.create_dummy_verify_input"
 HANDLE_DFLASH = "sglang.srt.arg_groups.speculative_hook._handle_dflash"
 TORCH_NATIVE_EXTEND = "sglang.srt.layers.attention.torch_native_backend.TorchNativeAttnBackend.forward_extend"
@@ -51,7 +55,9 @@ def active_implementation() -> str:
     """Which DFLASH implementation runs: ``sglang-dflash`` (default) or ``builtin``."""
     value = os.environ.get(IMPL_ENV, OURS).strip().lower() or OURS
     if value not in (OURS, BUILTIN):
-        raise DFlashPluginError(f"{IMPL_ENV}={value!r} is invalid; expected {OURS!r} (default) or {BUILTIN!r}")
+        raise DFlashPluginError(
+            f"sglang-dflash: {IMPL_ENV} is {value!r}; expected {OURS!r} (default) or {BUILTIN!r}"
+        )
     return value
 
 
@@ -69,7 +75,12 @@ def _create_worker(original, self, server_args):
 
     if is_cpu_device(server_args):
         allow_record_stream_on_cpu()
-    logger.info("DFLASH implementation: sglang-dflash %s (set %s=%s for SGLang's built-in)", __version__, IMPL_ENV, BUILTIN)
+    logger.info(
+        "DFLASH implementation: sglang-dflash %s (set %s=%s for SGLang's built-in)",
+        __version__,
+        IMPL_ENV,
+        BUILTIN,
+    )
     return DFlashWorker
 
 
@@ -97,10 +108,17 @@ def _torch_native_forward_extend(original, self, *args, **kwargs):
     return torch_native_forward_extend(original, self, *args, **kwargs)
 
 
-def _resolve_aux_hidden_state(original, *, config, server_args, model_config, spec_algorithm, is_draft_worker):
+def _resolve_aux_hidden_state(
+    original, *, config, server_args, model_config, spec_algorithm, is_draft_worker
+):
     if not spec_algorithm.is_dflash() or is_draft_worker:
-        return original(config=config, server_args=server_args, model_config=model_config,
-                        spec_algorithm=spec_algorithm, is_draft_worker=is_draft_worker)
+        return original(
+            config=config,
+            server_args=server_args,
+            model_config=model_config,
+            spec_algorithm=spec_algorithm,
+            is_draft_worker=is_draft_worker,
+        )
     from .validation import capture_layers
 
     layer_ids, num_draft_layers = capture_layers(server_args, model_config)
@@ -121,7 +139,9 @@ def _capture_block_input(width: int, is_draft_worker: bool):
 
     from .spec_inputs import DFlashBlockInput
 
-    return DFlashBlockInput(None, None, width, CaptureHiddenMode.NULL if is_draft_worker else CaptureHiddenMode.FULL)
+    return DFlashBlockInput(
+        None, None, width, CaptureHiddenMode.NULL if is_draft_worker else CaptureHiddenMode.FULL
+    )
 
 
 def _graph_spec_info(original, self, num_tokens):
@@ -164,7 +184,11 @@ def _hook_installed(target: str, hook) -> bool:
     obj_path, attr = target.rsplit(".", 1)
     fn = getattr(pkgutil.resolve_name(obj_path), attr)
     while fn is not None:
-        if fn is hook or getattr(fn, "__closure__", None) and any(c.cell_contents is hook for c in fn.__closure__):
+        if (
+            fn is hook
+            or getattr(fn, "__closure__", None)
+            and any(c.cell_contents is hook for c in fn.__closure__)
+        ):
             return True
         fn = getattr(fn, "__wrapped__", None)
     return False

@@ -11,21 +11,19 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
-
 import torch
-
 from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
 from sglang.srt.speculative.spec_info import SpecInput, SpecInputType
 
 
 class DFlashBlockInput(SpecInput):
-    """One block of ``draft_token_num`` tokens per request, at positions seq_len..seq_len+B-1."""
+    """One block of ``draft_token_num`` (= block_size) tokens per request, at positions
+    seq_len .. seq_len + block_size - 1."""
 
     def __init__(
         self,
-        draft_token: Optional[torch.Tensor],
-        positions: Optional[torch.Tensor],
+        draft_token: torch.Tensor | None,
+        positions: torch.Tensor | None,
         draft_token_num: int,
         capture_hidden_mode: CaptureHiddenMode,
     ) -> None:
@@ -46,7 +44,7 @@ class DFlashBlockInput(SpecInput):
         paged_kernel_lens: torch.Tensor,
         paged_kernel_lens_sum: int,
         req_to_token: torch.Tensor,
-        kv_start_idx: Optional[torch.Tensor] = None,
+        kv_start_idx: torch.Tensor | None = None,
     ):
         """FlashInfer paged-prefill arguments: every request reads its prefix and its own block."""
         from sglang.kernels.ops.kvcache.kv_indices import create_flashinfer_kv_indices_triton
@@ -60,7 +58,8 @@ class DFlashBlockInput(SpecInput):
         kv_indptr[1:] = torch.cumsum(kv_lens, dim=0)
         kv_indices = torch.empty(paged_kernel_lens_sum + n * bs, dtype=torch.int32, device=device)
         create_flashinfer_kv_indices_triton[(bs,)](
-            req_to_token, req_pool_indices, kv_lens, kv_indptr, kv_start_idx, kv_indices, req_to_token.size(1))
+            req_to_token, req_pool_indices, kv_lens, kv_indptr, kv_start_idx, kv_indices, req_to_token.size(1)
+        )
         return kv_indices, kv_indptr, qo_indptr, None
 
 
@@ -79,7 +78,7 @@ class DFlashDraftInput(SpecInput):
         super().__init__(SpecInputType.DFLASH_DRAFT)
         self.bonus_tokens = bonus_tokens
         self.block_size = block_size
-        self.future_indices: Optional[torch.Tensor] = None
+        self.future_indices: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ KV reservation
     def prepare_for_decode(self, batch) -> None:
@@ -87,7 +86,7 @@ class DFlashDraftInput(SpecInput):
 
         Same policy as the host's EAGLE path and its memory check (``check_decode_mem``): keep
         ``kv_committed_len + 2 * block_size`` slots allocated (page-rounded).  One block is the
-        verify window [seq_len, seq_len + B); the second absorbs the one-step lag of
+        verify window [seq_len, seq_len + block_size); the second absorbs the one-step lag of
         ``kv_committed_len`` under overlap scheduling.  Rejected slots are reused next step and
         released with the request.
         """
@@ -127,7 +126,7 @@ class DFlashDraftInput(SpecInput):
         self,
         new_indices: torch.Tensor,
         has_been_filtered: bool = False,
-        new_indices_cpu: Optional[List[int]] = None,
+        new_indices_cpu: list[int] | None = None,
     ) -> None:
         """Keep rows ``new_indices`` of the batch.  Under overlap only ``future_indices`` is safe to
         touch here (the previous forward may still be writing the bonus tokens); the FutureMap
@@ -144,7 +143,7 @@ class DFlashDraftInput(SpecInput):
             return
         self.bonus_tokens = self.bonus_tokens[new_indices]
 
-    def merge_batch(self, other: "DFlashDraftInput") -> None:
+    def merge_batch(self, other: DFlashDraftInput) -> None:
         if self.future_indices is not None:
             if other.future_indices is None:
                 raise RuntimeError("merging a DFLASH batch with relayed state into one without")

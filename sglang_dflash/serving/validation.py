@@ -7,23 +7,32 @@ layer count, layer ids, vocab, mask token), the target keeps no recurrent (mamba
 state, the block size agrees with ``--speculative-num-draft-tokens``, two-batch overlap is off;
 target model runner start (``capture_layers``): the target family can capture hidden states for
 DFLASH and keeps no recurrent state.  Per request (``unsupported_request_option``): options the
-worker does not implement exactly are refused.  Each error names the value and what was expected.
+worker does not implement exactly are refused.  Each error reads ``<where>: <what> is <value>;
+expected <expectation>`` and names the flag the user typed, the file or the request field.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..checkpoint import check_shapes, read_shapes
-from ..config import DFlashConfig, config_error
+from ..config import CONFIG_FILE, SERVER, DFlashConfig, config_error
+
+if TYPE_CHECKING:
+    from sglang.srt.configs.model_config import ModelConfig
+    from sglang.srt.managers.schedule_batch import Req
+    from sglang.srt.server_args import ServerArgs
 
 logger = logging.getLogger(__name__)
 
 DRAFT_PATH_FLAG = "--speculative-draft-model-path"
+# The ``<where>`` of an error about the target's config.json rather than a flag's value.
+MODEL_PATH_CONFIG = f"--model-path {CONFIG_FILE}"
 # What a drafter repository needs locally: config.json (and an index) plus the safetensors weights.
 DRAFTER_FILE_PATTERNS = ["*.json", "*.safetensors"]
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
@@ -43,15 +52,20 @@ def resolve_drafter_path(path: str | None, revision: str | None = None) -> str:
     if os.path.exists(path):
         return path
     if not _REPO_ID.fullmatch(path):
-        raise config_error(DRAFT_PATH_FLAG, path,
-                           "an existing directory or a Hugging Face repo id (org/name)")
+        raise config_error(
+            DRAFT_PATH_FLAG, path, "an existing directory or a Hugging Face repo id (org/name)"
+        )
     from huggingface_hub import snapshot_download
 
     try:
         local = snapshot_download(repo_id=path, revision=revision, allow_patterns=DRAFTER_FILE_PATTERNS)
     except Exception as e:  # huggingface_hub raises many error types (offline, unknown repo, network)
-        raise config_error(DRAFT_PATH_FLAG, path, "an existing directory or a Hugging Face repo id found in "
-                           f"the HF cache or downloadable ({type(e).__name__}: {e})") from e
+        raise config_error(
+            DRAFT_PATH_FLAG,
+            path,
+            "an existing directory or a Hugging Face repo id found in "
+            f"the HF cache or downloadable ({type(e).__name__}: {e})",
+        ) from e
     logger.info("DFlash drafter %s resolved to %s", path, local)
     return local
 
@@ -69,8 +83,9 @@ def recurrent_state_kind(hf_config: Any, linear_attn_result: Any = None) -> str 
     kinds = sorted({t for t in layer_types if any(m in str(t).lower() for m in RECURRENT_LAYER_MARKERS)})
     if kinds:
         return f"layer_types {kinds}"
-    view = SimpleNamespace(hf_config=hf_config, is_draft_model=False,
-                           linear_attn_registry_result=linear_attn_result)
+    view = SimpleNamespace(
+        hf_config=hf_config, is_draft_model=False, linear_attn_registry_result=linear_attn_result
+    )
     found = mambaish_config(view)
     return None if found is None else f"{type(found).__name__} (mamba / linear-attention state)"
 
@@ -81,34 +96,47 @@ def check_attention_only_target(hf_config: Any, linear_attn_result: Any = None) 
     if kind is not None:
         archs = list(getattr(hf_config, "architectures", None) or [])
         arch = archs[0] if archs else type(hf_config).__name__
-        raise config_error("--model-path", f"{arch} with {kind}",
-                           "an attention-only target (hybrid mamba / linear-attention targets are not "
-                           "supported: their recurrent state is not committed after a partial acceptance)")
+        raise config_error(
+            "--model-path",
+            f"{arch} with {kind}",
+            "an attention-only target (hybrid mamba / linear-attention targets are not "
+            "supported: their recurrent state is not committed after a partial acceptance)",
+        )
 
 
-def load_target_config(server_args):
+def load_target_config(server_args: ServerArgs) -> Any:
     """The target's config as SGLang parses it (its own config classes for hybrid families)."""
     from sglang.srt.utils.hf_transformers_utils import get_config
 
     try:
-        return get_config(server_args.model_path, trust_remote_code=server_args.trust_remote_code,
-                          revision=getattr(server_args, "revision", None))
+        return get_config(
+            server_args.model_path,
+            trust_remote_code=server_args.trust_remote_code,
+            revision=getattr(server_args, "revision", None),
+        )
     except Exception as e:
-        raise config_error("--model-path", server_args.model_path, f"a model whose config.json can be read ({e})") from e
+        raise config_error(
+            "--model-path", server_args.model_path, f"a model whose {CONFIG_FILE} can be read ({e})"
+        ) from e
 
 
-def check_server_args(server_args) -> DFlashConfig:
+def check_server_args(server_args: ServerArgs) -> DFlashConfig:
     """Validate the drafter against the target; pin ``speculative_num_draft_tokens`` to its block size.
 
     A hub id in ``--speculative-draft-model-path`` is replaced by the local snapshot it resolves to,
     so the host loads exactly the files validated here.
     """
-    path = resolve_drafter_path(server_args.speculative_draft_model_path,
-                                getattr(server_args, "speculative_draft_model_revision", None))
+    path = resolve_drafter_path(
+        server_args.speculative_draft_model_path,
+        getattr(server_args, "speculative_draft_model_revision", None),
+    )
     server_args.speculative_draft_model_path = path
     if getattr(server_args, "enable_two_batch_overlap", False):
-        raise config_error("--enable-two-batch-overlap", True,
-                           "False (sglang-dflash does not split its verify blocks into two micro-batches)")
+        raise config_error(
+            "--enable-two-batch-overlap",
+            True,
+            "False (sglang-dflash does not split its verify blocks into two micro-batches)",
+        )
     config = DFlashConfig.from_pretrained(path)
     target = load_target_config(server_args)
     config.validate_against_target(target)
@@ -116,21 +144,62 @@ def check_server_args(server_args) -> DFlashConfig:
 
     check_attention_only_target(target, get_linear_attn_config(target))
     check_shapes(config, read_shapes(path))
-    sliding = [i for i in range(config.num_hidden_layers) if config.layer_is_sliding(i)]
-    if sliding:
-        raise config_error("layer_types", list(config.layer_types),
-                           "full_attention layers only in the SGLang worker (sliding draft layers run in the reference)")
+    check_full_attention_layers(config)
     if getattr(server_args, "tp_size", 1) != 1:
-        raise config_error("--tp-size", server_args.tp_size, "1 (sglang-dflash serves tensor-parallel size 1 for now)")
-    for flag, value in (("--speculative-dflash-block-size", server_args.speculative_dflash_block_size),
-                        ("--speculative-num-draft-tokens", server_args.speculative_num_draft_tokens)):
-        if value is not None and int(value) != config.block_size:
-            raise config_error(flag, value, f"the drafter's block_size={config.block_size} (or leave it unset)")
+        raise config_error(
+            "--tp-size", server_args.tp_size, "1 (sglang-dflash serves tensor-parallel size 1 for now)"
+        )
+    for flag, value in (
+        ("--speculative-dflash-block-size", server_args.speculative_dflash_block_size),
+        ("--speculative-num-draft-tokens", server_args.speculative_num_draft_tokens),
+    ):
+        check_block_size_flag(flag, value, config)
     server_args.speculative_num_draft_tokens = config.block_size
+    take_adaptive_settings(server_args)
     return config
 
 
-def capture_layers(server_args, model_config) -> tuple[list[int], int]:
+def take_adaptive_settings(server_args: ServerArgs) -> None:
+    """``--speculative-adaptive`` for DFLASH: our verify-width policy, not the host's EAGLE one.
+
+    The settings (defaults, or ``--speculative-adaptive-config``) are checked here and kept on the
+    ServerArgs for the worker; the host's own flag is cleared, since the host would disable it for
+    DFLASH with a warning and size nothing differently (every width fits the block's KV reserve).
+    """
+    if not getattr(server_args, "speculative_adaptive", False):
+        return
+    from ..adaptive import ADAPTIVE_ATTR, AdaptiveConfig
+
+    config = AdaptiveConfig.from_file(getattr(server_args, "speculative_adaptive_config", None))
+    device = getattr(server_args, "device", None) or "cuda"
+    if device != "cpu":
+        raise config_error(
+            "--speculative-adaptive",
+            True,
+            "--device cpu for now (on GPUs each verify width needs its own attention backend and "
+            "CUDA graphs, not built yet); leave it off to verify whole blocks",
+        )
+    object.__setattr__(server_args, ADAPTIVE_ATTR, dataclasses.asdict(config))
+    server_args.speculative_adaptive = False
+
+
+def check_full_attention_layers(config: DFlashConfig) -> None:
+    """The SGLang worker runs full-attention draft layers only (sliding ones run in the reference)."""
+    if any(config.layer_is_sliding(i) for i in range(config.num_hidden_layers)):
+        raise config_error(
+            "layer_types",
+            list(config.layer_types),
+            "full_attention layers only in the SGLang worker (sliding draft layers run in the reference)",
+        )
+
+
+def check_block_size_flag(flag: str, value: int | None, config: DFlashConfig) -> None:
+    """A block-size flag the user set must equal the drafter's trained block size."""
+    if value is not None and int(value) != config.block_size:
+        raise config_error(flag, value, f"the drafter's block_size={config.block_size} (or leave it unset)")
+
+
+def capture_layers(server_args: ServerArgs, model_config: ModelConfig) -> tuple[list[int], int]:
     """Target layers to capture and the draft layer count; the target family must support capture."""
     from sglang.srt.models.registry import ModelRegistry
 
@@ -139,9 +208,13 @@ def capture_layers(server_args, model_config) -> tuple[list[int], int]:
     archs = list(getattr(model_config.hf_config, "architectures", None) or [])
     model_cls, arch = ModelRegistry.resolve_model_cls(archs)
     if not hasattr(model_cls, "set_dflash_layers_to_capture"):
-        raise config_error("target architecture", arch,
-                           "a family whose SGLang model can capture hidden states for DFLASH "
-                           "(e.g. LlamaForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM)")
+        raise config_error(
+            "architectures",
+            arch,
+            "a family whose SGLang model can capture hidden states for DFLASH "
+            "(e.g. LlamaForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM)",
+            where=MODEL_PATH_CONFIG,
+        )
     linear_attn_result = getattr(model_config, "linear_attn_registry_result", None)
     check_attention_only_target(model_config.hf_config, linear_attn_result)
     return list(config.target_layer_ids), config.num_hidden_layers  # ascending: checked by the config
@@ -149,31 +222,67 @@ def capture_layers(server_args, model_config) -> tuple[list[int], int]:
 
 # Sampling options that act on the tokens generated so far.  The worker would apply them once per
 # verify step, not once per committed token, so outputs would differ from plain decoding: refused.
-NEUTRAL_SAMPLING_PARAMS = (("frequency_penalty", 0.0), ("presence_penalty", 0.0), ("repetition_penalty", 1.0),
-                           ("min_new_tokens", 0))
+NEUTRAL_SAMPLING_PARAMS = (
+    ("frequency_penalty", 0.0),
+    ("presence_penalty", 0.0),
+    ("repetition_penalty", 1.0),
+    ("min_new_tokens", 0),
+)
+# Sampling options that constrain decoding with a grammar, which the verify step does not apply.
+GRAMMAR_SAMPLING_PARAMS = ("json_schema", "regex", "ebnf", "structural_tag")
+# How much of a long request value (a schema, a processor) an abort message quotes.
+QUOTED_CHARS = 80
 
 
-def unsupported_request_option(req, enable_overlap: bool) -> str | None:
+def _refusal(what: str, value: Any, expected: str) -> str:
+    """An abort message for one request field: ``sglang-dflash: <what> is <value>; expected <expected>``."""
+    return f"{SERVER}: {what} is {value}; expected {expected}"
+
+
+def unsupported_request_option(req: Req, enable_overlap: bool) -> str | None:
     """An abort message for request options our worker does not implement exactly, else None."""
     prompt = getattr(req, "origin_input_ids", None)
     if prompt is not None and len(prompt) == 0:
-        return ("sglang-dflash: the prompt (text / input_ids) is empty (0 tokens); expected at least one "
-                "token (a speculative step needs a last prompt token to draft from)")
+        return _refusal(
+            "the prompt (text / input_ids)",
+            "empty (0 tokens)",
+            "at least one token (a speculative step needs a last prompt token to draft from)",
+        )
     if getattr(req, "return_logprob", False):
-        return "sglang-dflash: return_logprob is not supported with DFLASH speculative decoding yet."
+        return _refusal(
+            "return_logprob",
+            True,
+            "False (log probabilities are not returned with DFLASH speculative decoding yet)",
+        )
     params = getattr(req, "sampling_params", None)
-    if params is not None and any(getattr(params, k, None) is not None for k in ("json_schema", "regex", "ebnf", "structural_tag")):
-        return "sglang-dflash: grammar-constrained decoding is not supported with DFLASH speculative decoding yet."
+    for name in GRAMMAR_SAMPLING_PARAMS:
+        value = getattr(params, name, None)
+        if value is not None:
+            return _refusal(
+                f"sampling_params.{name}",
+                repr(str(value)[:QUOTED_CHARS]),
+                "None (grammar-constrained decoding is not supported with DFLASH speculative decoding yet)",
+            )
     if getattr(req, "return_hidden_states", False):
-        return "sglang-dflash: return_hidden_states is not supported with DFLASH speculative decoding yet."
+        return _refusal(
+            "return_hidden_states",
+            True,
+            "False (hidden states are not returned with DFLASH speculative decoding yet)",
+        )
     for name, neutral in NEUTRAL_SAMPLING_PARAMS:
         value = getattr(params, name, None)
         if value is not None and value != neutral:
-            return (f"sglang-dflash: sampling_params.{name} is {value}; expected {neutral} (penalties "
-                    "and min_new_tokens are not applied per committed token under DFLASH speculative "
-                    "decoding yet)")
+            return _refusal(
+                f"sampling_params.{name}",
+                value,
+                f"{neutral} (penalties and min_new_tokens are "
+                "not applied per committed token under DFLASH speculative decoding yet)",
+            )
     processor = getattr(req, "custom_logit_processor", None)
     if processor is not None:
-        return (f"sglang-dflash: custom_logit_processor is {str(processor)[:80]!r}; expected None "
-                "(custom logit processors are not applied under DFLASH speculative decoding yet)")
+        return _refusal(
+            "custom_logit_processor",
+            repr(str(processor)[:QUOTED_CHARS]),
+            "None (custom logit processors are not applied under DFLASH speculative decoding yet)",
+        )
     return None

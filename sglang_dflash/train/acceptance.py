@@ -53,30 +53,53 @@ def measure_tau(
     started = time.time()
     done = _read_partial(partial_path)
     if done and done[0].get("settings") != settings:
-        raise ValueError(f"{partial_path}: settings are {done[0].get('settings')}; expected {settings} "
-                         "(delete the partial file to measure with new settings)")
+        raise ValueError(
+            f"{partial_path}: settings are {done[0].get('settings')}; expected {settings} "
+            "(delete the partial file to measure with new settings)"
+        )
     starts = range(0, len(prompts), batch_size)
     finished = {d["start"] for d in done}
-    for start in tqdm([s for s in starts if s not in finished], desc="eval-tau", unit="batch",
-                      initial=len(finished), total=len(starts)):
+    for start in tqdm(
+        [s for s in starts if s not in finished],
+        desc="eval-tau",
+        unit="batch",
+        initial=len(finished),
+        total=len(starts),
+    ):
         if max_minutes is not None and time.time() - started > 60 * max_minutes:
             break
         began = time.time()
-        result = spec_generate(target, drafter, prompts[start:start + batch_size], params)
-        entry = {"settings": settings, "start": start, "seconds": round(time.time() - began, 1),
-                 "tau": result.tau, "tokens": [sum(a) for a in result.accept_lengths],
-                 "verify_steps": result.num_verify_steps, "finish_reasons": result.finish_reasons}
+        result = spec_generate(target, drafter, prompts[start : start + batch_size], params)
+        entry = {
+            "settings": settings,
+            "start": start,
+            "seconds": round(time.time() - began, 1),
+            "tau": result.tau,
+            "tokens": [sum(a) for a in result.accept_lens],
+            "verify_steps": result.num_verify_steps,
+            "finish_reasons": result.finish_reasons,
+        }
         done.append(entry)
         if partial_path:
-            with open(partial_path, "a", encoding="utf-8") as f:  # one line per batch: a torn line is the only loss
+            with open(
+                partial_path, "a", encoding="utf-8"
+            ) as f:  # one line per batch: a torn line is the only loss
                 f.write(json.dumps(entry) + "\n")
     done = sorted((d for d in done if d["start"] in set(starts)), key=lambda d: d["start"])
     tokens = sum(sum(d["tokens"]) for d in done)
     steps = sum(sum(d["verify_steps"]) for d in done)
     taus = [t for d in done for t in d["tau"]]
     finite = [t for t in taus if not math.isnan(t)]
-    return {"prompts": len(taus), "complete": len(taus) == len(prompts), "mean_tau": tokens / max(1, steps), "tokens": tokens, "verify_steps": steps,
-            "mean_request_tau": sum(finite) / max(1, len(finite)), "seconds": round(sum(d["seconds"] for d in done), 1),
-            "settings": settings, "per_request_tau": taus,
-            "per_request_tokens": [n for d in done for n in d["tokens"]],
-            "per_request_verify_steps": [n for d in done for n in d["verify_steps"]]}
+    return {
+        "prompts": len(taus),
+        "complete": len(taus) == len(prompts),
+        "mean_tau": tokens / max(1, steps),
+        "tokens": tokens,
+        "verify_steps": steps,
+        "mean_request_tau": sum(finite) / max(1, len(finite)),
+        "seconds": round(sum(d["seconds"] for d in done), 1),
+        "settings": settings,
+        "per_request_tau": taus,
+        "per_request_tokens": [n for d in done for n in d["tokens"]],
+        "per_request_verify_steps": [n for d in done for n in d["verify_steps"]],
+    }

@@ -36,20 +36,35 @@ def plot_curve(log_path: str, tau_paths: Sequence[str], out_path: str, final_ste
 
     rows = [r for r in read_log(log_path) if r.get("heldout_accept") is not None]
     if not rows:
-        raise ValueError(f"{log_path}: no row has heldout_accept; expected training with --heldout and --eval-every")
+        raise ValueError(
+            f"{log_path}: no row has heldout_accept; expected training with --heldout and --eval-every"
+        )
     fig, ax = plt.subplots(figsize=(7, 4.2))
     steps = [r["step"] + 1 for r in rows]
-    ax.plot(steps, [1 + r["heldout_accept"] for r in rows], marker="o", ms=3,
-            label="held-out self-distilled data, teacher-forced (1 + accepted drafts per block)")
+    ax.plot(
+        steps,
+        [1 + r["heldout_accept"] for r in rows],
+        marker="o",
+        ms=3,
+        label="held-out self-distilled data, teacher-forced (1 + accepted drafts per block)",
+    )
     x = final_step if final_step is not None else steps[-1]
     for path, marker in zip(tau_paths, "s^Dv"):
         with open(path, encoding="utf-8") as f:
             result = json.load(f)
         name = os.path.basename(path).removesuffix(".json").removeprefix("tau-")
-        ax.plot([x], [result["mean_tau"]], marker=marker, ms=8, linestyle="none",
-                label=f"{name}: tau {result['mean_tau']:.2f} ({result['prompts']} prompts, reference, greedy)")
+        ax.plot(
+            [x],
+            [result["mean_tau"]],
+            marker=marker,
+            ms=8,
+            linestyle="none",
+            label=f"{name}: tau {result['mean_tau']:.2f} ({result['prompts']} prompts, reference, greedy)",
+        )
     ax.set_xlabel("training step")
-    top = ax.secondary_xaxis("top", functions=(lambda s: s * _blocks_per_step(rows), lambda b: b / _blocks_per_step(rows)))
+    top = ax.secondary_xaxis(
+        "top", functions=(lambda s: s * _blocks_per_step(rows), lambda b: b / _blocks_per_step(rows))
+    )
     top.set_xlabel("training blocks (anchors)")
     ax.set_ylabel("tokens per verify step (tau)")
     ax.grid(alpha=0.3)
@@ -67,7 +82,9 @@ def _blocks_per_step(rows: list[dict]) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--log", required=True)
     parser.add_argument("--tau", nargs="*", default=[])
     parser.add_argument("--final-step", type=int, default=None)

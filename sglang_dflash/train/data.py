@@ -21,13 +21,15 @@ import json
 import os
 import random
 import re
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import torch
 from tqdm import tqdm
 
 SOURCES = ("stdlib-functions", "coding-tasks", "math-word-problems", "concepts")
 
+# Prompt-mix tables: kept compact on purpose (one idea per line, not one word per line).
+# fmt: off
 _STDLIB_MODULES = (
     "textwrap", "string", "statistics", "fractions", "heapq", "bisect", "functools", "difflib", "calendar",
     "colorsys", "shlex", "fnmatch", "glob", "ipaddress", "json", "csv", "random", "html", "urllib.parse",
@@ -43,34 +45,46 @@ _STDLIB_MODULES = (
 
 _OPERATIONS = (
     "returns the {k} largest values of", "removes duplicates from", "counts how often each item occurs in",
-    "reverses", "sorts by absolute value", "returns the running sum of", "splits into chunks of size {k} from",
+    "reverses", "sorts by absolute value", "returns the running sum of",
+    "splits into chunks of size {k} from",
     "finds the longest increasing run in", "rotates by {k} positions", "returns every {k}-th element of",
-    "checks whether it is a palindrome:", "interleaves with its reverse:", "returns the pairwise differences of",
+    "checks whether it is a palindrome:", "interleaves with its reverse:",
+    "returns the pairwise differences of",
     "normalises to the range 0..1:", "groups consecutive equal items of", "finds the index of the minimum of",
-    "computes the median of", "returns the product of the non-zero items of", "flattens one level of nesting in",
+    "computes the median of", "returns the product of the non-zero items of",
+    "flattens one level of nesting in",
     "returns items that appear exactly {k} times in",
 )
 _DATA = (
     "a list of integers", "a list of floats", "a string", "a list of strings", "a tuple of numbers",
-    "a list of words", "a list of (name, score) pairs", "a dictionary's values", "a list of lists", "a bytes object",
+    "a list of words", "a list of (name, score) pairs", "a dictionary's values", "a list of lists",
+    "a bytes object",
 )
-_NAMES = ("Ava", "Ben", "Chen", "Dara", "Eli", "Fatima", "Goran", "Hana", "Ivan", "Jin", "Kofi", "Lena", "Mateo", "Nia",
+_NAMES = ("Ava", "Ben", "Chen", "Dara", "Eli", "Fatima", "Goran", "Hana", "Ivan", "Jin", "Kofi", "Lena",
+          "Mateo", "Nia",
           "Omar", "Priya", "Quinn", "Rosa", "Sami", "Tomas", "Uma", "Viktor", "Wen", "Yara", "Zane")
 _ITEMS = (("apples", 1, 3), ("pencils", 1, 2), ("books", 5, 20), ("tickets", 8, 40), ("plants", 3, 15),
           ("cupcakes", 2, 6), ("marbles", 1, 1), ("stamps", 1, 4), ("candles", 2, 9), ("notebooks", 2, 7))
 _MATH_TEMPLATES = (
-    "{a} has {x} {item}. {b} gives {a} {y} more, and {a} then gives away {z}. How many {item} does {a} have now?",
+    "{a} has {x} {item}. {b} gives {a} {y} more, and {a} then gives away {z}. How many {item} does "
+    "{a} have now?",
     "{a} buys {x} {item} at ${p} each and pays with a ${bill} bill. How much change does {a} get?",
-    "A box holds {x} {item}. {a} fills {y} boxes and has {z} {item} left over. How many {item} did {a} start with?",
-    "{a} reads {x} pages a day for {y} days, then {z} pages on the last day. How many pages did {a} read in total?",
+    "A box holds {x} {item}. {a} fills {y} boxes and has {z} {item} left over. How many {item} did "
+    "{a} start with?",
+    "{a} reads {x} pages a day for {y} days, then {z} pages on the last day. How many pages did {a} "
+    "read in total?",
     "{a} saves ${x} every week. After {y} weeks {a} spends ${z}. How much money is left?",
     "{a} and {b} share {x} {item} so that {a} gets {y} more than {b}. How many {item} does {b} get?",
-    "A shop sells {item} for ${p} each, or {y} for ${q}. How much does {a} save buying {y} at the bundle price?",
+    "A shop sells {item} for ${p} each, or {y} for ${q}. How much does {a} save buying {y} at the "
+    "bundle price?",
     "{a} runs {x} kilometres on Monday, twice that on Tuesday and {z} fewer than Tuesday on Wednesday. "
     "How far did {a} run over the three days?",
-    "There are {x} {item} in a basket. {a} takes a third of them rounded down and {b} takes {z}. How many remain?",
+    "There are {x} {item} in a basket. {a} takes a third of them rounded down and {b} takes {z}. How "
+    "many remain?",
     "{a} earns ${p} per hour and works {x} hours a week for {y} weeks. What are {a}'s total earnings?",
 )
+
+# fmt: on
 
 
 def stdlib_function_prompts() -> list[str]:
@@ -93,7 +107,10 @@ def stdlib_function_prompts() -> list[str]:
                 continue
             summary = doc.split("\n\n")[0].strip().replace('"""', "'''")
             body = f'def {name}{signature}:\n    """{summary}\n    """\n'
-            prompts.append(f"Complete the following Python function from the {module_name} module.\n\n```python\n{body}```")
+            prompts.append(
+                f"Complete the following Python function from the {module_name} "
+                f"module.\n\n```python\n{body}```"
+            )
     return prompts
 
 
@@ -102,7 +119,10 @@ def coding_task_prompts() -> list[str]:
     for i, op in enumerate(_OPERATIONS):
         for j, data in enumerate(_DATA):
             k = 2 + (i + j) % 4
-            prompts.append(f"Write a Python function that {op.format(k=k)} {data}. Include a short docstring and an example.")
+            prompts.append(
+                f"Write a Python function that {op.format(k=k)} {data}. Include a short docstring and "
+                f"an example."
+            )
     return prompts
 
 
@@ -114,20 +134,31 @@ def math_word_problems(count: int, seed: int = 0) -> list[str]:
         item, lo, hi = rng.choice(_ITEMS)
         x, y, z = rng.randint(6, 60), rng.randint(2, 12), rng.randint(1, 5)
         p = rng.randint(lo, hi)
-        values = dict(a=a, b=b, item=item, x=x, y=y, z=z, p=p, q=max(1, p * y - rng.randint(1, y)),
-                      bill=(p * x // 10 + 1) * 10 + rng.choice((0, 10, 20)))
+        values = dict(
+            a=a,
+            b=b,
+            item=item,
+            x=x,
+            y=y,
+            z=z,
+            p=p,
+            q=max(1, p * y - rng.randint(1, y)),
+            bill=(p * x // 10 + 1) * 10 + rng.choice((0, 10, 20)),
+        )
         prompts.append(rng.choice(_MATH_TEMPLATES).format(**values) + " Explain your reasoning step by step.")
     return prompts
 
 
 def concept_prompts() -> list[str]:
     import sys
-
     from pydoc_data.topics import topics
 
     prompts = [f"Explain the Python language topic '{t}' with a short example." for t in sorted(topics)]
-    prompts += [f"What is the Python standard library module `{m}` used for? Show a short example."
-                for m in sorted(sys.stdlib_module_names) if not m.startswith("_")]
+    prompts += [
+        f"What is the Python standard library module `{m}` used for? Show a short example."
+        for m in sorted(sys.stdlib_module_names)
+        if not m.startswith("_")
+    ]
     return prompts
 
 
@@ -158,14 +189,14 @@ def read_prompts(path: str) -> list[str]:
             if line.strip():
                 record = json.loads(line)
                 if not isinstance(record.get("prompt"), str):
-                    raise ValueError(f"{path}:{n}: expected a JSON object with a string \"prompt\" field")
+                    raise ValueError(f'{path}:{n}: expected a JSON object with a string "prompt" field')
                 prompts.append(record["prompt"])
     return prompts
 
 
 def _shingles(text: str, n: int) -> set[tuple[str, ...]]:
     words = re.findall(r"\w+", text.lower())
-    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def overlapping_prompts(train: Iterable[str], evaluation: Iterable[str], n: int = 12) -> list[str]:
@@ -179,17 +210,44 @@ def overlapping_prompts(train: Iterable[str], evaluation: Iterable[str], n: int 
 def chat_prompt_ids(tokenizer, prompt: str) -> list[int]:
     """Token ids of a user turn with the generation prompt (plain encoding without a chat template)."""
     if getattr(tokenizer, "chat_template", None):
-        ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True)
+        ids = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True
+        )
         return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
     return tokenizer.encode(prompt)
 
 
 def left_padded(prompts: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Left-padded input ids and attention mask [bs, max_len] for a batch of prompts (HF generate's layout)."""
+    """Left-padded input ids and attention mask [bs, max_len] of a batch of prompts (HF generate's layout)."""
     width = max(map(len, prompts))
     ids = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in prompts])
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
     return ids, mask
+
+
+def generate_padded(
+    target: torch.nn.Module,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    max_new_tokens: int,
+    eos_token_id: int | None,
+    temperature: float = 0.0,
+) -> torch.Tensor:
+    """``target.generate`` over a left-padded batch: greedy at temperature 0, plain sampling otherwise.
+
+    Returns [bs, width + generated] ids; rows that stop early are padded with the eos token.
+    """
+    return target.generate(
+        ids,
+        attention_mask=mask,
+        max_new_tokens=max_new_tokens,
+        do_sample=temperature > 0,
+        temperature=temperature if temperature > 0 else None,
+        top_p=None,
+        top_k=None,
+        eos_token_id=eos_token_id,
+        pad_token_id=eos_token_id if eos_token_id is not None else 0,
+    )
 
 
 @torch.inference_mode()
@@ -206,12 +264,10 @@ def generate_responses_hf(
     torch.manual_seed(seed)
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))  # similar lengths pad less
     for start in tqdm(range(0, len(order), batch_size), desc="generating", unit="batch"):
-        chunk = [list(prompts[i]) for i in order[start:start + batch_size]]
+        chunk = [list(prompts[i]) for i in order[start : start + batch_size]]
         width = max(map(len, chunk))
         ids, mask = left_padded(chunk)
-        out = target.generate(ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=temperature > 0,
-                              temperature=temperature if temperature > 0 else None, top_p=None, top_k=None,
-                              eos_token_id=eos_token_id, pad_token_id=eos_token_id if eos_token_id is not None else 0)
+        out = generate_padded(target, ids, mask, max_new_tokens, eos_token_id, temperature)
         for prompt, row in zip(chunk, out[:, width:].tolist()):
             if eos_token_id is not None and eos_token_id in row:
                 row = row[: row.index(eos_token_id) + 1]
@@ -257,7 +313,10 @@ def read_records(path: str) -> list[dict]:
             record = json.loads(line)
             ids, start = record.get("input_ids"), record.get("loss_start")
             if not isinstance(ids, list) or not isinstance(start, int) or not 0 < start < len(ids):
-                raise ValueError(f"{path}:{n}: expected {{\"input_ids\": [...], \"loss_start\": k}} with 0 < k < len(input_ids)")
+                raise ValueError(
+                    f'{path}:{n}: expected {{"input_ids": [...], "loss_start": k}} '
+                    "with 0 < k < len(input_ids)"
+                )
             records.append(record)
     if not records:
         raise ValueError(f"{path} holds no training records")

@@ -35,26 +35,29 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from .data import left_padded
+from .data import generate_padded, left_padded
 
 MANIFEST = "manifest.json"
 FEATURE_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 class LayerCapture:
-    """Forward hooks that collect the outputs of target layers ``layer_ids`` (HF ``hidden_states[id + 1]``)."""
+    """Forward hooks collecting the outputs of target layers ``layer_ids`` (HF ``hidden_states[id + 1]``)."""
 
     def __init__(self, target: nn.Module, layer_ids: Sequence[int]) -> None:
         layers = target.model.layers
         bad = [i for i in layer_ids if not 0 <= i < len(layers)]
         if bad:
-            raise ValueError(f"LayerCapture: layer ids {bad} are invalid; expected ids in [0, {len(layers) - 1}]")
+            raise ValueError(
+                f"LayerCapture: layer ids {bad} are invalid; expected ids in [0, {len(layers) - 1}]"
+            )
         self.outputs: list[list[torch.Tensor]] = [[] for _ in layer_ids]
         self._handles = [layers[i].register_forward_hook(self._hook(k)) for k, i in enumerate(layer_ids)]
 
     def _hook(self, k: int):
         def store(module, args, output):
             self.outputs[k].append((output[0] if isinstance(output, tuple) else output).detach())
+
         return store
 
     def features(self) -> torch.Tensor:
@@ -80,9 +83,7 @@ def generate_batch_with_features(
     ids, mask = left_padded(prompts)
     capture = LayerCapture(target, layer_ids)
     try:
-        out = target.generate(ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=temperature > 0,
-                              temperature=temperature if temperature > 0 else None, top_p=None, top_k=None,
-                              eos_token_id=eos_token_id, pad_token_id=eos_token_id if eos_token_id is not None else 0)
+        out = generate_padded(target, ids, mask, max_new_tokens, eos_token_id, temperature)
         feats = capture.features()  # [bs, width + generated - 1, K*H]: the last token is never run
     finally:
         capture.remove()
@@ -93,7 +94,9 @@ def generate_batch_with_features(
             response = response[: response.index(eos_token_id) + 1]
         tokens = list(prompt) + response
         start = width - len(prompt)
-        results.append(({"input_ids": tokens, "loss_start": len(prompt)}, feats[row, start:start + len(tokens) - 1]))
+        results.append(
+            ({"input_ids": tokens, "loss_start": len(prompt)}, feats[row, start : start + len(tokens) - 1])
+        )
     return results
 
 
@@ -118,8 +121,10 @@ def write_manifest(out_dir: str, manifest: dict) -> None:
             existing = json.load(f)
         changed = {k: (existing.get(k), v) for k, v in manifest.items() if existing.get(k) != v}
         if changed:
-            raise ValueError(f"{path}: settings {changed} (stored, requested) differ; expected the same settings "
-                             "to resume, or a new output directory")
+            raise ValueError(
+                f"{path}: settings {changed} (stored, requested) differ; expected the same settings "
+                "to resume, or a new output directory"
+            )
         return
     os.makedirs(out_dir, exist_ok=True)
     _write_atomic(path, lambda f: f.write(json.dumps(manifest, indent=2).encode()))
@@ -153,14 +158,26 @@ def generate_feature_store(
     if feature_dtype not in FEATURE_DTYPES:
         raise ValueError(f"feature_dtype is {feature_dtype!r}; expected one of {sorted(FEATURE_DTYPES)}")
     hidden = target.config.get_text_config().hidden_size
-    write_manifest(out_dir, {"layer_ids": list(layer_ids), "hidden_size": hidden, "feature_dtype": feature_dtype,
-                             "max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed,
-                             "batch_size": batch_size, "num_prompts": len(prompts),
-                             "chunk_order": "length buckets, seeded shuffle", **(manifest_extra or {})})
+    write_manifest(
+        out_dir,
+        {
+            "layer_ids": list(layer_ids),
+            "hidden_size": hidden,
+            "feature_dtype": feature_dtype,
+            "max_new_tokens": max_new_tokens,
+            "temperature": temperature,
+            "seed": seed,
+            "batch_size": batch_size,
+            "num_prompts": len(prompts),
+            "chunk_order": "length buckets, seeded shuffle",
+            **(manifest_extra or {}),
+        },
+    )
     order = sorted(range(len(prompts)), key=lambda i: (len(prompts[i]), i))  # similar lengths pad less
-    chunks = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+    chunks = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
     # Chunk c is the c-th batch generated; the length buckets go in a seeded random order so that any
-    # prefix of finished chunks (an interrupted run) is a fair sample of the prompt mix, not its shortest part.
+    # prefix of finished chunks (an interrupted run) is a fair sample of the prompt mix, not its
+    # shortest part.
     random.Random(seed).shuffle(chunks)
     mine = [c for c in range(len(chunks)) if c % count == index]
     todo = [c for c in mine if not os.path.exists(_chunk_path(out_dir, c, "jsonl"))]
@@ -168,14 +185,20 @@ def generate_feature_store(
     tokens_done = 0
     for c in bar:
         if max_minutes is not None and time.time() - started > 60 * max_minutes:
-            print(f"gen-data: stopping after {max_minutes} minutes with {c} of {len(chunks)} batches; rerun to continue")
+            print(
+                f"gen-data: stopping after {max_minutes} minutes with {c} of {len(chunks)} batches; "
+                "rerun to continue"
+            )
             break
         torch.manual_seed(seed * 1_000_003 + c)  # a resumed chunk samples exactly as it would have
-        results = generate_batch_with_features(target, [prompts[i] for i in chunks[c]], layer_ids, max_new_tokens,
-                                               eos_token_id, temperature)
+        results = generate_batch_with_features(
+            target, [prompts[i] for i in chunks[c]], layer_ids, max_new_tokens, eos_token_id, temperature
+        )
         array = _to_numpy(torch.cat([f for _, f in results]), feature_dtype)
         if feature_dtype == "float16" and not np.isfinite(array).all():
-            raise ValueError(f"chunk {c}: float16 features overflow; expected --feature-dtype bfloat16 for this target")
+            raise ValueError(
+                f"chunk {c}: float16 features overflow; expected --feature-dtype bfloat16 for this target"
+            )
         _write_atomic(_chunk_path(out_dir, c, "npy"), lambda f, a=array: np.save(f, a))
         offset, lines = 0, []
         for record, feats in results:
@@ -214,7 +237,9 @@ class FeatureStore:
     def open(cls, path: str) -> FeatureStore:
         manifest_path = os.path.join(path, MANIFEST)
         if not os.path.exists(manifest_path):
-            raise FileNotFoundError(f"{manifest_path} is missing; expected a feature store written by gen-data --features")
+            raise FileNotFoundError(
+                f"{manifest_path} is missing; expected a feature store written by gen-data --features"
+            )
         with open(manifest_path, encoding="utf-8") as f:
             manifest = json.load(f)
         records = read_store_records(path)
@@ -235,7 +260,7 @@ class FeatureStore:
     def features(self, record: dict, length: int) -> torch.Tensor:
         """Features [min(length, len - 1), K*H] (float32) of the record's first tokens."""
         rows = min(length, len(record["input_ids"]) - 1)
-        array = np.array(self._array(record["chunk"])[record["offset"]: record["offset"] + rows])
+        array = np.array(self._array(record["chunk"])[record["offset"] : record["offset"] + rows])
         t = torch.from_numpy(array)
         if self.manifest["feature_dtype"] == "bfloat16":
             t = t.view(torch.bfloat16)

@@ -5,10 +5,10 @@ For a training sequence x[0..T) (prompt + the target's own response):
 - the frozen target gives the hidden states of the chosen layers for every token; the drafter
   projects them (``fc`` + ``hidden_norm``) into context features and per-layer K/V;
 - ``num_anchors`` anchor positions a are sampled among tokens whose successor is a response token;
-  each anchor starts a block ``[x[a], MASK x (B-1)]`` at positions a..a+B-1;
+  each anchor starts a block ``[x[a], MASK x (block_size-1)]`` at positions a..a+block_size-1;
 - a block's queries see the context features of the tokens before its anchor (exactly what is
   committed at inference time) and every token of their own block, nothing of other blocks;
-- block position i (1..B-1) is trained to predict x[a+i], the target's next token, with
+- block position i (1..block_size-1) is trained to predict x[a+i], the target's next token, with
   cross-entropy weighted by ``exp(-(i-1)/gamma)``: a miss early in the block ends acceptance, so
   early positions matter most (``gamma=None`` weighs all positions equally).
 """
@@ -29,16 +29,18 @@ IGNORE = -100
 
 @dataclass
 class BlockBatch:
-    """Blocks of a batch of sequences, flattened per row: [R, A*B] tensors."""
+    """Blocks of a batch of sequences, flattened per row: [R, A*block_size] tensors."""
 
     tokens: torch.Tensor  # block input ids (anchor token, then mask tokens)
-    positions: torch.Tensor  # absolute positions a..a+B-1
+    positions: torch.Tensor  # absolute positions a..a+block_size-1
     labels: torch.Tensor  # x[a+i] for i >= 1 inside the loss region, else IGNORE
     block_ids: torch.Tensor  # which block (0..A-1) each query belongs to; -1 for padding blocks
     anchors: torch.Tensor  # [R, A] anchor positions (-1 for padding)
 
 
-def sample_anchors(loss_mask: torch.Tensor, num_anchors: int, generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_anchors(
+    loss_mask: torch.Tensor, num_anchors: int, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """Up to ``num_anchors`` distinct anchors per row [R, A] (-1 padded), sorted.
 
     Candidates are positions a whose next token x[a+1] is in the loss region (a response token).
@@ -56,13 +58,19 @@ def sample_anchors(loss_mask: torch.Tensor, num_anchors: int, generator: torch.G
     return anchors
 
 
-def build_blocks(input_ids: torch.Tensor, loss_mask: torch.Tensor, anchors: torch.Tensor, block_size: int, mask_token_id: int) -> BlockBatch:
+def build_blocks(
+    input_ids: torch.Tensor,
+    loss_mask: torch.Tensor,
+    anchors: torch.Tensor,
+    block_size: int,
+    mask_token_id: int,
+) -> BlockBatch:
     """Block inputs, positions and labels for every anchor (see module doc)."""
     rows, length = input_ids.shape
     num_anchors = anchors.shape[1]
     offsets = torch.arange(block_size)
     valid_block = anchors >= 0
-    positions = anchors.clamp(min=0)[:, :, None] + offsets[None, None, :]  # [R, A, B]
+    positions = anchors.clamp(min=0)[:, :, None] + offsets[None, None, :]  # [R, A, block_size]
     tokens = torch.full((rows, num_anchors, block_size), mask_token_id, dtype=torch.long)
     tokens[:, :, 0] = input_ids.gather(1, anchors.clamp(min=0))
     in_range = positions < length
@@ -71,13 +79,15 @@ def build_blocks(input_ids: torch.Tensor, loss_mask: torch.Tensor, anchors: torc
     supervised = in_range & loss_mask.bool().gather(1, target_pos.view(rows, -1)).view_as(in_range)
     supervised &= valid_block[:, :, None] & (offsets[None, None, :] >= 1)
     labels = torch.where(supervised, labels, torch.full_like(labels, IGNORE))
-    block_ids = torch.where(valid_block, torch.arange(num_anchors)[None, :], -1)[:, :, None].expand(-1, -1, block_size)
-    flat = lambda t: t.reshape(rows, num_anchors * block_size)  # noqa: E731
-    return BlockBatch(flat(tokens), flat(positions), flat(labels), flat(block_ids), anchors)
+    block_ids = torch.where(valid_block, torch.arange(num_anchors)[None, :], -1)[:, :, None].expand(
+        -1, -1, block_size
+    )
+    flat = [t.reshape(rows, num_anchors * block_size) for t in (tokens, positions, labels, block_ids)]
+    return BlockBatch(*flat, anchors)
 
 
 def position_weights(block_size: int, gamma: float | None) -> torch.Tensor:
-    """Loss weight of block positions 0..B-1 (position 0, the anchor, is never supervised)."""
+    """Loss weight of block positions 0..block_size-1 (position 0, the anchor, is never supervised)."""
     i = torch.arange(block_size, dtype=torch.float32)
     weights = torch.ones(block_size) if gamma is None else torch.exp(-(i - 1).clamp(min=0) / gamma)
     weights[0] = 0.0
@@ -85,7 +95,7 @@ def position_weights(block_size: int, gamma: float | None) -> torch.Tensor:
 
 
 def context_visibility(blocks: BlockBatch, context_valid: torch.Tensor) -> torch.Tensor:
-    """[R, A*B, T]: query q sees context token t iff t < anchor(q) and t is a real token."""
+    """[R, A*block_size, T]: query q sees context token t iff t < anchor(q) and t is a real token."""
     block_size = blocks.positions.shape[1] // blocks.anchors.shape[1]
     anchor_of_query = blocks.anchors.clamp(min=0).repeat_interleave(block_size, dim=1)
     t = torch.arange(context_valid.shape[1], device=context_valid.device)
@@ -95,7 +105,7 @@ def context_visibility(blocks: BlockBatch, context_valid: torch.Tensor) -> torch
 @dataclass
 class LossOutput:
     loss: torch.Tensor
-    accuracy: torch.Tensor  # [B] top-1 accuracy per block position (nan where unsupervised)
+    accuracy: torch.Tensor  # [block_size] top-1 accuracy per block position (nan where unsupervised)
     expected_accept: torch.Tensor  # mean accepted drafts per block if verified greedily against the labels
 
 

@@ -19,7 +19,7 @@ CPU-sized training (see ``drafters/smollm2-135m-instruct/recipe-cpu.sh``):
 - ``sample_positions``: the shared lm_head over every supervised block position dominates a
   step's cost.  Each supervised position i is kept with probability w_i / max(w) and kept
   positions are weighed equally, so the loss stays an (importance-sampled) estimate of the same
-  weighted objective while the lm_head runs on ~sum(w)/max(w) of the B-1 positions (6.6 of 15
+  weighted objective while the lm_head runs on ~sum(w)/max(w) of the block_size-1 positions (6.6 of 15
   for gamma 7).
 - ``heldout`` / ``eval_every``: ``heldout`` random records never train; every ``eval_every``
   steps the drafter's teacher-forced acceptance on them (all positions, fixed anchors) is logged
@@ -57,8 +57,18 @@ from .objective import (
 CHECKPOINT = os.path.join("checkpoints", "last.pt")
 
 
+def train_error(name: str, value: object, expected: str) -> ValueError:
+    """``train: --<flag> is <value>; expected <expected>`` for the :class:`TrainConfig` field ``name``."""
+    return ValueError(f"train: --{name.replace('_', '-')} is {value!r}; expected {expected}")
+
+
 @dataclass
 class TrainConfig:
+    """One training run: the ``train`` command's flags (``output`` is ``--out``); checked when constructed.
+
+    Copies with changed fields go through ``dataclasses.replace``, which checks them again.
+    """
+
     target: str
     data: str
     output: str
@@ -95,23 +105,37 @@ class TrainConfig:
     max_minutes: float | None = None
 
     def __post_init__(self) -> None:
-        positive = {"steps": self.steps, "batch_size": self.batch_size, "num_anchors": self.num_anchors,
-                    "max_seq_len": self.max_seq_len, "num_draft_layers": self.num_draft_layers,
-                    "save_every": self.save_every, "log_every": self.log_every}
-        for name, value in positive.items():
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}={value!r} is invalid; expected an integer >= 1")
-        if self.block_size < 2:
-            raise ValueError(f"block_size={self.block_size!r} is invalid; expected >= 2")
+        """Raise ValueError naming the first bad setting by its ``train`` flag."""
+        for name, minimum in (
+            ("steps", 1),
+            ("batch_size", 1),
+            ("num_anchors", 1),
+            ("max_seq_len", 1),
+            ("num_draft_layers", 1),
+            ("save_every", 1),
+            ("log_every", 1),
+            ("block_size", 2),
+            ("heldout", 0),
+            ("eval_every", 0),
+            ("snapshot_every", 0),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise train_error(name, value, f"an integer >= {minimum}")
         if not self.lr > 0:
-            raise ValueError(f"lr={self.lr!r} is invalid; expected a positive number")
+            raise train_error("lr", self.lr, "a positive number")
         if self.gamma is not None and not self.gamma > 0:
-            raise ValueError(f"gamma={self.gamma!r} is invalid; expected a positive number or None")
-        for name in ("heldout", "eval_every", "snapshot_every"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
-                raise ValueError(f"{name}={getattr(self, name)!r} is invalid; expected an integer >= 0")
+            raise train_error("gamma", self.gamma, "a positive number or None")
         if self.eval_every and not self.heldout:
-            raise ValueError(f"eval_every={self.eval_every} needs held-out records; expected heldout >= 1")
+            raise train_error(
+                "heldout",
+                self.heldout,
+                f">= 1 with --eval-every {self.eval_every} (held-out records to evaluate on)",
+            )
+        if self.num_chunks is not None and not self.features:
+            raise train_error(
+                "features", self.features, f"a feature store with --num-chunks {self.num_chunks}"
+            )
 
 
 def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
@@ -146,8 +170,14 @@ def build_drafter(config: TrainConfig, target: torch.nn.Module) -> DFlashDraftMo
         overrides["intermediate_size"] = config.intermediate_size
     tcfg = target.config.get_text_config()
     mask_token_id = config.mask_token_id if config.mask_token_id is not None else tcfg.vocab_size - 1
-    dcfg = draft_config_for_target(tcfg, num_layers=config.num_draft_layers, block_size=config.block_size,
-                                   target_layer_ids=config.target_layer_ids, mask_token_id=mask_token_id, **overrides)
+    dcfg = draft_config_for_target(
+        tcfg,
+        num_layers=config.num_draft_layers,
+        block_size=config.block_size,
+        target_layer_ids=config.target_layer_ids,
+        mask_token_id=mask_token_id,
+        **overrides,
+    )
     if config.mask_token is not None:
         dcfg = dcfg.replace(mask_token=config.mask_token)
     torch.manual_seed(config.seed)
@@ -164,18 +194,26 @@ def build_drafter(config: TrainConfig, target: torch.nn.Module) -> DFlashDraftMo
 class SequenceBatches:
     """Deterministic shuffled batches: batch ``step`` is a function of (seed, step) alone."""
 
-    def __init__(self, records: list[dict], batch_size: int, max_seq_len: int, seed: int,
-                 store: FeatureStore | None = None) -> None:
+    def __init__(
+        self,
+        records: list[dict],
+        batch_size: int,
+        max_seq_len: int,
+        seed: int,
+        store: FeatureStore | None = None,
+    ) -> None:
         self.records = [r for r in records if r["loss_start"] < min(len(r["input_ids"]), max_seq_len)]
         if not self.records:
-            raise ValueError(f"no record has a response token within max_seq_len={max_seq_len}")
+            raise train_error(
+                "max_seq_len", max_seq_len, "a length that keeps at least one response token of some record"
+            )
         self.batch_size, self.max_seq_len, self.seed, self.store = batch_size, max_seq_len, seed, store
         self.per_epoch = max(1, len(self.records) // batch_size)
 
     def features(self, step: int) -> torch.Tensor:
         """Cached target features [R, T, K*H] of batch ``step`` (zero where a token has none)."""
         if self.store is None:
-            raise ValueError("SequenceBatches.features: store is None; expected a feature store")
+            raise train_error("features", None, "a feature store (these batches were built without one)")
         chosen = self._chosen(step)
         width = max(min(len(r["input_ids"]), self.max_seq_len) for r in chosen)
         rows = [self.store.features(r, width) for r in chosen]
@@ -188,7 +226,7 @@ class SequenceBatches:
         epoch, index = divmod(step, self.per_epoch)
         order = list(range(len(self.records)))
         random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
-        return [self.records[i] for i in order[index * self.batch_size:(index + 1) * self.batch_size]]
+        return [self.records[i] for i in order[index * self.batch_size : (index + 1) * self.batch_size]]
 
     def __call__(self, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """input_ids, attention mask, loss mask: [R, T] right-padded."""
@@ -201,17 +239,23 @@ class SequenceBatches:
         for row, (seq, rec) in enumerate(zip(seqs, chosen)):
             ids[row, : len(seq)] = torch.tensor(seq)
             attn[row, : len(seq)] = True
-            loss[row, rec["loss_start"]: len(seq)] = True
+            loss[row, rec["loss_start"] : len(seq)] = True
         return ids, attn, loss
 
 
-def target_features(target: torch.nn.Module, layer_ids: tuple[int, ...], ids: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
+def target_features(
+    target: torch.nn.Module, layer_ids: tuple[int, ...], ids: torch.Tensor, attn: torch.Tensor
+) -> torch.Tensor:
     with torch.no_grad():
-        out = target.model(input_ids=ids, attention_mask=attn.long(), output_hidden_states=True, use_cache=False)
+        out = target.model(
+            input_ids=ids, attention_mask=attn.long(), output_hidden_states=True, use_cache=False
+        )
         return DFlashDraftModel.select_target_features(out.hidden_states, layer_ids)
 
 
-def sample_block_positions(labels: torch.Tensor, weights: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def sample_block_positions(
+    labels: torch.Tensor, weights: torch.Tensor, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Keep supervised position i with probability w_i / max(w); returns (labels, equal weights).
 
     E[sum_kept CE] is proportional to sum_i w_i CE_i, so training on the kept positions with equal
@@ -223,7 +267,9 @@ def sample_block_positions(labels: torch.Tensor, weights: torch.Tensor, generato
     return torch.where(keep, labels, torch.full_like(labels, IGNORE)), (weights > 0).float()
 
 
-def train_step(drafter, target, batches: SequenceBatches, config: TrainConfig, step: int, weights: torch.Tensor):
+def train_step(
+    drafter, target, batches: SequenceBatches, config: TrainConfig, step: int, weights: torch.Tensor
+):
     ids, attn, loss_mask = (t.to(config.device) for t in batches(step))
     gen = torch.Generator().manual_seed(config.seed * 7919 + step)
     anchors = sample_anchors(loss_mask.cpu(), config.num_anchors, gen)
@@ -231,18 +277,34 @@ def train_step(drafter, target, batches: SequenceBatches, config: TrainConfig, s
     if config.sample_positions:
         labels, weights = sample_block_positions(blocks.labels, weights, gen)
         blocks = dataclasses.replace(blocks, labels=labels)
-    blocks = dataclasses.replace(blocks, **{f.name: getattr(blocks, f.name).to(config.device) for f in dataclasses.fields(blocks)})
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if config.device.startswith("cuda") else torch.autocast("cpu", enabled=False)
+    blocks = dataclasses.replace(
+        blocks, **{f.name: getattr(blocks, f.name).to(config.device) for f in dataclasses.fields(blocks)}
+    )
+    autocast = (
+        torch.autocast("cuda", dtype=torch.bfloat16)
+        if config.device.startswith("cuda")
+        else torch.autocast("cpu", enabled=False)
+    )
     with autocast:
         if batches.store is not None:
             feats = batches.features(step).to(config.device)  # captured at generation: no target forward
         else:
             feats = target_features(target, drafter.config.target_layer_ids, ids, attn)
-        return dflash_loss(drafter, target.get_input_embeddings(), target.get_output_embeddings(), feats, attn, blocks, weights)
+        return dflash_loss(
+            drafter,
+            target.get_input_embeddings(),
+            target.get_output_embeddings(),
+            feats,
+            attn,
+            blocks,
+            weights,
+        )
 
 
 @torch.no_grad()
-def heldout_acceptance(drafter, target, heldout: SequenceBatches, config: TrainConfig, weights: torch.Tensor) -> dict:
+def heldout_acceptance(
+    drafter, target, heldout: SequenceBatches, config: TrainConfig, weights: torch.Tensor
+) -> dict:
     """Teacher-forced acceptance on held-out records: every position, the same anchors every time."""
     drafter.eval()
     totals = {"loss": 0.0, "accept": 0.0}
@@ -253,39 +315,57 @@ def heldout_acceptance(drafter, target, heldout: SequenceBatches, config: TrainC
         totals["loss"] += out.loss.item()
         totals["accept"] += float(out.expected_accept)
     drafter.train()
-    return {"heldout_loss": round(totals["loss"] / len(batches), 5),
-            "heldout_accept": round(totals["accept"] / len(batches), 4)}
+    return {
+        "heldout_loss": round(totals["loss"] / len(batches), 5),
+        "heldout_accept": round(totals["accept"] / len(batches), 4),
+    }
 
 
 def load_training_data(config: TrainConfig) -> tuple[SequenceBatches, SequenceBatches | None]:
     """Training batches and held-out batches (``heldout`` random records), from JSONL or a feature store."""
     store = FeatureStore.open(config.features) if config.features else None
     records = store.records if store is not None else read_records(config.data)
-    if config.num_chunks is not None:
-        if store is None:
-            raise ValueError(f"num_chunks={config.num_chunks} needs a feature store; expected --features")
+    if config.num_chunks is not None:  # a feature store's: checked by TrainConfig
         records = [r for r in records if r["chunk"] < config.num_chunks]
         missing = sorted(set(range(config.num_chunks)) - {r["chunk"] for r in records})
         if missing:
-            raise ValueError(f"{config.features}: chunks {missing} are unfinished; expected chunks 0..{config.num_chunks - 1} "
-                             "(let gen-data finish them or lower --num-chunks)")
+            raise ValueError(
+                f"{config.features}: chunks {missing} are unfinished; expected chunks "
+                f"0..{config.num_chunks - 1} (let gen-data finish them or lower --num-chunks)"
+            )
     if config.heldout >= len(records):
-        raise ValueError(f"heldout={config.heldout} is invalid; expected fewer than the {len(records)} records")
-    # A seeded random hold-out: generation order groups prompts by length, so a contiguous slice would not be fair.
+        raise train_error("heldout", config.heldout, f"fewer than the {len(records)} records")
+    # A seeded random hold-out: generation order groups prompts by length, so a contiguous slice
+    # would not be fair.
     held_ids = set(random.Random(config.seed + 1).sample(range(len(records)), config.heldout))
     train_records = [r for i, r in enumerate(records) if i not in held_ids]
     held = [r for i, r in enumerate(records) if i in held_ids]
     batches = SequenceBatches(train_records, config.batch_size, config.max_seq_len, config.seed, store)
-    heldout = SequenceBatches(held, min(config.batch_size, len(held)), config.max_seq_len, config.seed, store) if held else None
+    heldout = None
+    if held:
+        heldout = SequenceBatches(
+            held, min(config.batch_size, len(held)), config.max_seq_len, config.seed, store
+        )
     return batches, heldout
 
 
-def _save_checkpoint(path: str, drafter, optimizer, scheduler, step: int, seconds: float, config: TrainConfig,
-                     sequences: int) -> None:
+def _save_checkpoint(
+    path: str, drafter, optimizer, scheduler, step: int, seconds: float, config: TrainConfig, sequences: int
+) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
-    torch.save({"drafter": drafter.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "step": step, "train_seconds": seconds, "config": dataclasses.asdict(config), "sequences": sequences}, tmp)
+    torch.save(
+        {
+            "drafter": drafter.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "step": step,
+            "train_seconds": seconds,
+            "config": dataclasses.asdict(config),
+            "sequences": sequences,
+        },
+        tmp,
+    )
     os.replace(tmp, path)
 
 
@@ -306,11 +386,14 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
         if config.target_layer_ids is None:
             config = dataclasses.replace(config, target_layer_ids=stored)
         elif list(config.target_layer_ids) != stored:
-            raise ValueError(f"--target-layer-ids is {config.target_layer_ids}; expected the feature store's {stored}")
+            raise train_error("target_layer_ids", config.target_layer_ids, f"the feature store's {stored}")
     drafter = build_drafter(config, target).to(config.device).train()
-    optimizer = torch.optim.AdamW(drafter.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.95))
+    optimizer = torch.optim.AdamW(
+        drafter.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.95)
+    )
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: lr_factor(s, config.warmup_steps, config.steps, config.min_lr_ratio))
+        optimizer, lambda s: lr_factor(s, config.warmup_steps, config.steps, config.min_lr_ratio)
+    )
     weights = position_weights(config.block_size, config.gamma)
 
     ckpt_path = os.path.join(config.output, CHECKPOINT)
@@ -323,15 +406,33 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
         scheduler.load_state_dict(state["scheduler"])
         start_step, earlier_seconds = state["step"], state["train_seconds"]
         if state.get("sequences", len(batches.records)) != len(batches.records):
-            raise ValueError(f"{ckpt_path}: sequences is {state['sequences']}; expected {len(batches.records)} "
-                             "(the data changed since this checkpoint: use the same --num-records or a new --out)")
+            raise ValueError(
+                f"{ckpt_path}: sequences is {state['sequences']}; "
+                f"expected {len(batches.records)} "
+                "(the data changed since this checkpoint: use the same --data, --features, "
+                "--num-chunks and --heldout, or a new --out)"
+            )
     os.makedirs(config.output, exist_ok=True)
     if start_step == 0 and os.path.exists(log_path):
         os.remove(log_path)
 
+    def save_checkpoint(steps_done: int) -> None:
+        _save_checkpoint(
+            ckpt_path,
+            drafter,
+            optimizer,
+            scheduler,
+            steps_done,
+            earlier_seconds + time.time() - started,
+            config,
+            len(batches.records),
+        )
+
     history: list[dict] = []
     stopped_at = None
-    bar = tqdm(range(start_step, config.steps), initial=start_step, total=config.steps, desc="training", unit="step")
+    bar = tqdm(
+        range(start_step, config.steps), initial=start_step, total=config.steps, desc="training", unit="step"
+    )
     for step in bar:
         out = train_step(drafter, target, batches, config, step, weights)
         optimizer.zero_grad(set_to_none=True)
@@ -340,37 +441,51 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
         optimizer.step()
         scheduler.step()
         if step % config.log_every == 0 or step == config.steps - 1:
-            row = {"step": step, "loss": round(out.loss.item(), 5), "lr": scheduler.get_last_lr()[0],
-                   "grad_norm": round(float(grad_norm), 4), "acc": [round(float(a), 4) for a in out.accuracy[1:4]],
-                   # with sampled positions a block's run of hits is cut by unsampled positions: not logged
-                   "expected_accept": None if config.sample_positions else round(float(out.expected_accept), 4),
-                   "blocks": (step + 1) * config.batch_size * config.num_anchors,
-                   "seconds": round(earlier_seconds + time.time() - started, 1)}
-            if heldout is not None and config.eval_every and (step % config.eval_every == 0 or step == config.steps - 1):
+            row = {
+                "step": step,
+                "loss": round(out.loss.item(), 5),
+                "lr": scheduler.get_last_lr()[0],
+                "grad_norm": round(float(grad_norm), 4),
+                "acc": [round(float(a), 4) for a in out.accuracy[1:4]],
+                # with sampled positions a block's run of hits is cut by unsampled positions: not logged
+                "expected_accept": (
+                    None if config.sample_positions else round(float(out.expected_accept), 4)
+                ),
+                "blocks": (step + 1) * config.batch_size * config.num_anchors,
+                "seconds": round(earlier_seconds + time.time() - started, 1),
+            }
+            evaluate = config.eval_every and (step % config.eval_every == 0 or step == config.steps - 1)
+            if heldout is not None and evaluate:
                 row.update(heldout_acceptance(drafter, target, heldout, config, weights))
             history.append(row)
             with open(log_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
             bar.set_postfix(loss=row["loss"], acc1=row["acc"][0] if row["acc"] else None)
         if (step + 1) % config.save_every == 0 or step == config.steps - 1:
-            _save_checkpoint(ckpt_path, drafter, optimizer, scheduler, step + 1,
-                             earlier_seconds + time.time() - started, config, len(batches.records))
+            save_checkpoint(step + 1)
         if config.snapshot_every and (step + 1) % config.snapshot_every == 0:
             snapshot = os.path.join(config.output, "checkpoints", f"step-{step + 1:06d}.pt")
             torch.save(drafter.state_dict(), snapshot + ".tmp")
             os.replace(snapshot + ".tmp", snapshot)
-        if config.max_minutes is not None and time.time() - started > 60 * config.max_minutes and step < config.steps - 1:
+        out_of_time = config.max_minutes is not None and time.time() - started > 60 * config.max_minutes
+        if out_of_time and step < config.steps - 1:
             # Time box: checkpoint, export what there is, and let a rerun finish the schedule.
-            _save_checkpoint(ckpt_path, drafter, optimizer, scheduler, step + 1,
-                             earlier_seconds + time.time() - started, config, len(batches.records))
+            save_checkpoint(step + 1)
             stopped_at = step + 1
             break
 
     drafter.eval()
-    save_drafter(drafter, config.output, dtype=torch.bfloat16, max_shard_bytes=int(config.max_shard_mb * 2**20))
-    summary = {"config": dataclasses.asdict(config), "sequences": len(batches.records), "final": history[-1] if history else None,
-               "steps_done": stopped_at if stopped_at is not None else config.steps,
-               "train_seconds": round(earlier_seconds + time.time() - started, 1), "device": config.device}
+    save_drafter(
+        drafter, config.output, dtype=torch.bfloat16, max_shard_bytes=int(config.max_shard_mb * 2**20)
+    )
+    summary = {
+        "config": dataclasses.asdict(config),
+        "sequences": len(batches.records),
+        "final": history[-1] if history else None,
+        "steps_done": stopped_at if stopped_at is not None else config.steps,
+        "train_seconds": round(earlier_seconds + time.time() - started, 1),
+        "device": config.device,
+    }
     with open(os.path.join(config.output, "train_summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)
     return summary

@@ -31,19 +31,23 @@ def _row_ranges(start_offset, end_offset) -> list[tuple[int, int]]:
     return list(zip(start_offset.tolist(), end_offset.tolist()))
 
 
-def assign_extend_cache_locs_cpu(req_pool_indices, req_to_token, start_offset, end_offset, out_cache_loc, pool_len):
+def assign_extend_cache_locs_cpu(
+    req_pool_indices, req_to_token, start_offset, end_offset, out_cache_loc, pool_len
+):
     """out_cache_loc <- concat over rows i of req_to_token[req_pool_indices[i], start[i]:end[i]]."""
     out = 0
     for row, (start, end) in zip(req_pool_indices.tolist(), _row_ranges(start_offset, end_offset)):
-        out_cache_loc[out:out + end - start] = req_to_token[row, start:end]
+        out_cache_loc[out : out + end - start] = req_to_token[row, start:end]
         out += end - start
 
 
-def assign_req_to_token_pool_cpu(req_pool_indices, req_to_token, start_offset, end_offset, out_cache_loc, pool_len):
-    """req_to_token[req_pool_indices[i], start[i]:end[i]] <- the next end[i]-start[i] entries of out_cache_loc."""
+def assign_req_to_token_pool_cpu(
+    req_pool_indices, req_to_token, start_offset, end_offset, out_cache_loc, pool_len
+):
+    """req_to_token[req_pool_indices[i], start[i]:end[i]] <- the next out_cache_loc entries, in order."""
     taken = 0
     for row, (start, end) in zip(req_pool_indices.tolist(), _row_ranges(start_offset, end_offset)):
-        req_to_token[row, start:end] = out_cache_loc[taken:taken + end - start]
+        req_to_token[row, start:end] = out_cache_loc[taken : taken + end - start]
         taken += end - start
 
 

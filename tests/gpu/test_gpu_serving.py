@@ -22,7 +22,11 @@ pytestmark = pytest.mark.gpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SMOLLM2 = os.environ.get("SMOLLM2_PATH", "/tmp/models/smollm2-135m-instruct")
-DATA_DIRS = [os.environ.get("DFLASH_DATA", ""), os.path.join(ROOT, "..", "shared", "data"), os.path.join(ROOT, ".gpu-data")]
+DATA_DIRS = [
+    os.environ.get("DFLASH_DATA", ""),
+    os.path.join(ROOT, "..", "shared", "data"),
+    os.path.join(ROOT, ".gpu-data"),
+]
 NUM_PROMPTS, MAX_NEW_TOKENS, CONCURRENCY = 20, 128, [1, 16]
 SUMMARY: dict = {}
 
@@ -45,8 +49,14 @@ def random_drafter(target_dir, out_dir, mask_token_id):
     from sglang_dflash import save_drafter
     from sglang_dflash.testing import make_tiny_drafter
 
-    drafter = make_tiny_drafter(AutoConfig.from_pretrained(target_dir), seed=0, num_layers=1, block_size=16,
-                                mask_token_id=mask_token_id, std=0.02)
+    drafter = make_tiny_drafter(
+        AutoConfig.from_pretrained(target_dir),
+        seed=0,
+        num_layers=1,
+        block_size=16,
+        mask_token_id=mask_token_id,
+        std=0.02,
+    )
     # SmolLM2's vocabulary has no spare slot for <|MASK|>: reuse a rare special token, named so
     # that SGLang's built-in DFLASH (which checks the string) loads the same file.
     drafter.config = drafter.config.replace(mask_token="<filename>")
@@ -63,32 +73,68 @@ def pairs(workdir):
     from sglang_dflash.testing import make_tiny_target
 
     trained = os.path.join(ROOT, "drafters", "smollm2-135m-instruct")
-    smol_drafter = trained if os.path.exists(os.path.join(trained, "config.json")) else random_drafter(SMOLLM2, workdir / "smol-drafter", 6)
+    smol_drafter = (
+        trained
+        if os.path.exists(os.path.join(trained, "config.json"))
+        else random_drafter(SMOLLM2, workdir / "smol-drafter", 6)
+    )
     qwen_dir = workdir / "qwen3-random"
-    qwen = make_tiny_target("qwen3", seed=0, vocab_size=49152, hidden_size=256, intermediate_size=512, num_hidden_layers=6,
-                            num_attention_heads=4, num_key_value_heads=2, head_dim=64, initializer_range=0.05,
-                            eos_token_id=2, bos_token_id=1, pad_token_id=2, tie_word_embeddings=False)
+    qwen = make_tiny_target(
+        "qwen3",
+        seed=0,
+        vocab_size=49152,
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=6,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        initializer_range=0.05,
+        eos_token_id=2,
+        bos_token_id=1,
+        pad_token_id=2,
+        tie_word_embeddings=False,
+    )
     qwen.to(torch.bfloat16).save_pretrained(qwen_dir)
     AutoTokenizer.from_pretrained(SMOLLM2).save_pretrained(qwen_dir)
-    return [("smollm2", SMOLLM2, smol_drafter, "trained" if smol_drafter == trained else "random"),
-            ("qwen3-random", str(qwen_dir), random_drafter(str(qwen_dir), workdir / "qwen-drafter", 6), "random")]
+    return [
+        ("smollm2", SMOLLM2, smol_drafter, "trained" if smol_drafter == trained else "random"),
+        ("qwen3-random", str(qwen_dir), random_drafter(str(qwen_dir), workdir / "qwen-drafter", 6), "random"),
+    ]
 
 
 @pytest.fixture(scope="session")
 def engine_results(pairs, workdir):
     """Plain and DFLASH outputs through sglang.Engine, re-scored teacher-forced."""
-    from sglang_dflash.bench.harness import BenchConfig, rescore, run_mode
-    from sglang_dflash.bench.datasets import load_dataset
     from transformers import AutoTokenizer
+
+    from sglang_dflash.bench.datasets import load_dataset
+    from sglang_dflash.bench.harness import BenchConfig, rescore, run_mode
 
     results = {}
     for name, target, drafter, kind in pairs:
-        cfg = BenchConfig(model=target, drafter=drafter, datasets=[data_file("humaneval.jsonl")], out=str(workdir / name),
-                          num_prompts=NUM_PROMPTS, max_new_tokens=MAX_NEW_TOKENS, concurrency=CONCURRENCY,
-                          mem_fraction_static=0.4, timeout_s=900)
-        prompts = {"humaneval": load_dataset(cfg.datasets[0], AutoTokenizer.from_pretrained(target), NUM_PROMPTS)}
-        groups = [{"dataset": "humaneval", "concurrency": c, "prompts": [{"id": p.id, "input_ids": list(p.input_ids)}
-                                                                         for p in prompts["humaneval"]]} for c in CONCURRENCY]
+        cfg = BenchConfig(
+            model=target,
+            drafter=drafter,
+            datasets=[data_file("humaneval.jsonl")],
+            out=str(workdir / name),
+            num_prompts=NUM_PROMPTS,
+            max_new_tokens=MAX_NEW_TOKENS,
+            concurrency=CONCURRENCY,
+            mem_fraction_static=0.4,
+            timeout_s=900,
+        )
+        prompts = {
+            "humaneval": load_dataset(cfg.datasets[0], AutoTokenizer.from_pretrained(target), NUM_PROMPTS)
+        }
+        groups = [
+            {
+                "dataset": "humaneval",
+                "concurrency": c,
+                "prompts": [{"id": p.id, "input_ids": list(p.input_ids)} for p in prompts["humaneval"]],
+            }
+            for c in CONCURRENCY
+        ]
         modes = ("baseline", "dflash", "dflash-builtin") if name == "smollm2" else ("baseline", "dflash")
         raw = {"modes": [run_mode(cfg, mode, groups, str(workdir)) for mode in modes]}
         rescore(cfg, raw, prompts)
@@ -105,11 +151,17 @@ def test_dflash_is_lossless_teacher_forced(engine_results, name, concurrency):
     plain = next(g for g in res["baseline"]["groups"] if g["concurrency"] == concurrency)
     ours = next(g for g in res["dflash"]["groups"] if g["concurrency"] == concurrency)
     agree = agreement_with_baseline(ours["samples"], plain["samples"])
-    row = {"drafter": res["kind"], "plain_rate": plain["greedy_consistency"]["rate"],
-           "ours_rate": ours["greedy_consistency"]["rate"], "plain_max_gap": plain["greedy_consistency"]["max_gap"],
-           "ours_max_gap": ours["greedy_consistency"]["max_gap"], "exact_match": agree["exact_match_rate"],
-           "median_first_divergence": agree["median_first_divergence"], "tau": mean_tau(ours["samples"]),
-           "tokens": ours["greedy_consistency"]["tokens"]}
+    row = {
+        "drafter": res["kind"],
+        "plain_rate": plain["greedy_consistency"]["rate"],
+        "ours_rate": ours["greedy_consistency"]["rate"],
+        "plain_max_gap": plain["greedy_consistency"]["max_gap"],
+        "ours_max_gap": ours["greedy_consistency"]["max_gap"],
+        "exact_match": agree["exact_match_rate"],
+        "median_first_divergence": agree["median_first_divergence"],
+        "tau": mean_tau(ours["samples"]),
+        "tokens": ours["greedy_consistency"]["tokens"],
+    }
     SUMMARY[f"{name} c={concurrency}"] = row
     assert len(ours["samples"]) >= 20
     assert row["ours_rate"] >= row["plain_rate"] - 1e-9, row
@@ -130,7 +182,9 @@ def test_builtin_dflash_loads_our_drafter_file_with_a_similar_tau(engine_results
     res = engine_results["smollm2"]
     for c in CONCURRENCY:
         ours = mean_tau(next(g for g in res["dflash"]["groups"] if g["concurrency"] == c)["samples"])
-        builtin = mean_tau(next(g for g in res["dflash-builtin"]["groups"] if g["concurrency"] == c)["samples"])
+        builtin = mean_tau(
+            next(g for g in res["dflash-builtin"]["groups"] if g["concurrency"] == c)["samples"]
+        )
         SUMMARY[f"builtin-vs-ours c={c}"] = {"tau_ours": ours, "tau_builtin": builtin}
         assert builtin is not None and ours is not None
         assert abs(builtin - ours) <= 0.1 * ours, (ours, builtin)
@@ -158,11 +212,31 @@ def server(pairs, workdir):
     port = 30111
     log = open(workdir / "server.log", "w")
     env = {**os.environ, "SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "sglang.launch_server", "--model-path", target,
-                             "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", drafter,
-                             "--attention-backend", "triton", "--port", str(port), "--mem-fraction-static", "0.4",
-                             "--disable-radix-cache", "--enable-metrics"], stdout=log, stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            target,
+            "--speculative-algorithm",
+            "DFLASH",
+            "--speculative-draft-model-path",
+            drafter,
+            "--attention-backend",
+            "triton",
+            "--port",
+            str(port),
+            "--mem-fraction-static",
+            "0.4",
+            "--disable-radix-cache",
+            "--enable-metrics",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(base, proc)
@@ -180,9 +254,18 @@ def test_openai_chat_streaming_and_not(server):
     messages = [{"role": "user", "content": "Write a Python function that reverses a string."}]
     full = client.chat.completions.create(model="default", messages=messages, max_tokens=64, temperature=0)
     text = full.choices[0].message.content
-    streamed = "".join(chunk.choices[0].delta.content or "" for chunk in client.chat.completions.create(
-        model="default", messages=messages, max_tokens=64, temperature=0, stream=True) if chunk.choices)
-    SUMMARY["openai"] = {"non_stream_chars": len(text), "stream_chars": len(streamed), "equal": text == streamed}
+    streamed = "".join(
+        chunk.choices[0].delta.content or ""
+        for chunk in client.chat.completions.create(
+            model="default", messages=messages, max_tokens=64, temperature=0, stream=True
+        )
+        if chunk.choices
+    )
+    SUMMARY["openai"] = {
+        "non_stream_chars": len(text),
+        "stream_chars": len(streamed),
+        "equal": text == streamed,
+    }
     assert text and streamed and full.usage.completion_tokens > 0
 
 
@@ -192,8 +275,14 @@ def test_abort_mid_generation_keeps_the_kv_pool_balanced(server):
     import requests
 
     base, proc, log_path = server
-    prompt = {"text": "Count from 1 to 1000, one number per line.", "sampling_params": {"max_new_tokens": 2000, "temperature": 0}}
-    streams = [requests.post(base + "/generate", json={**prompt, "stream": True}, stream=True, timeout=60) for _ in range(8)]
+    prompt = {
+        "text": "Count from 1 to 1000, one number per line.",
+        "sampling_params": {"max_new_tokens": 2000, "temperature": 0},
+    }
+    streams = [
+        requests.post(base + "/generate", json={**prompt, "stream": True}, stream=True, timeout=60)
+        for _ in range(8)
+    ]
     for r in streams:
         for i, _ in enumerate(r.iter_lines()):
             if i >= 3:
@@ -201,10 +290,18 @@ def test_abort_mid_generation_keeps_the_kv_pool_balanced(server):
         r.close()  # client disconnect aborts the request
     time.sleep(10)  # idle: the scheduler's strict memory check runs
     assert proc.poll() is None, open(log_path).read()[-3000:]
-    usage = re.findall(r"^sglang:token_usage\{[^}]*\} ([0-9.e+-]+)$", requests.get(base + "/metrics", timeout=10).text, re.M)
-    after = requests.post(base + "/generate", json={**prompt, "sampling_params": {"max_new_tokens": 16}}, timeout=60)
+    usage = re.findall(
+        r"^sglang:token_usage\{[^}]*\} ([0-9.e+-]+)$", requests.get(base + "/metrics", timeout=10).text, re.M
+    )
+    after = requests.post(
+        base + "/generate", json={**prompt, "sampling_params": {"max_new_tokens": 16}}, timeout=60
+    )
     leaks = [line for line in open(log_path) if "memory leak" in line]
-    SUMMARY["abort"] = {"token_usage_after": usage, "leak_lines": len(leaks), "follow_up_ok": after.status_code == 200}
+    SUMMARY["abort"] = {
+        "token_usage_after": usage,
+        "leak_lines": len(leaks),
+        "follow_up_ok": after.status_code == 200,
+    }
     assert not leaks and after.status_code == 200
     assert usage and float(usage[0]) == 0.0
 

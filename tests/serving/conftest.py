@@ -45,8 +45,9 @@ def drafter(smollm2, tmp_path_factory) -> tuple[str, str]:
     from sglang_dflash.testing import make_tiny_drafter
 
     out = str(tmp_path_factory.mktemp("smollm2-random-drafter"))
-    model = make_tiny_drafter(AutoConfig.from_pretrained(smollm2), seed=0, std=0.02, block_size=16, num_layers=1,
-                              mask_token_id=6)
+    model = make_tiny_drafter(
+        AutoConfig.from_pretrained(smollm2), seed=0, std=0.02, block_size=16, num_layers=1, mask_token_id=6
+    )
     save_drafter(model, out)
     return out, "random"
 
@@ -63,8 +64,11 @@ def prompts(tokenizer) -> list[list[int]]:
     """Chat-templated prompts: the first HumanEval and GSM8K questions of ../shared/data."""
     from sglang_dflash.bench.datasets import load_dataset
 
-    chosen = [p for name in ("humaneval.jsonl", "gsm8k.jsonl")
-              for p in load_dataset(data_file(name), tokenizer, NUM_PROMPTS_PER_SET)]
+    chosen = [
+        p
+        for name in ("humaneval.jsonl", "gsm8k.jsonl")
+        for p in load_dataset(data_file(name), tokenizer, NUM_PROMPTS_PER_SET)
+    ]
     return [list(p.input_ids) for p in chosen]
 
 
@@ -78,8 +82,10 @@ def reference(smollm2, prompts, tokenizer, tmp_path_factory) -> dict:
         return {
             "greedy": [r["output_ids"] for r in greedy],
             "radix": [server.generate(p, GREEDY)["output_ids"] for p in radix_prompts(prompts)],
-            "max_new_tokens": [server.generate(prompts[4], {"temperature": 0, "max_new_tokens": n})
-                               for n in MAX_NEW_TOKENS_INSIDE_A_BLOCK],
+            "max_new_tokens": [
+                server.generate(prompts[4], {"temperature": 0, "max_new_tokens": n})
+                for n in MAX_NEW_TOKENS_INSIDE_A_BLOCK
+            ],
             "stop": (stop, server.generate(prompts[5], {**GREEDY, "stop": [stop]})),
         }
     finally:

@@ -19,9 +19,19 @@ def start_server(smollm2: str, tmp_path_factory, name: str, *args: str) -> CpuSe
     return CpuServer(smollm2, ["--max-total-tokens", "6144", "--random-seed", "0", *args], log_path=log)
 
 
-def dflash_server(smollm2: str, drafter: tuple[str, str], tmp_path_factory, name: str, *args: str) -> CpuServer:
-    return start_server(smollm2, tmp_path_factory, name, "--speculative-algorithm", "DFLASH",
-                        "--speculative-draft-model-path", drafter[0], *args)
+def dflash_server(
+    smollm2: str, drafter: tuple[str, str], tmp_path_factory, name: str, *args: str
+) -> CpuServer:
+    return start_server(
+        smollm2,
+        tmp_path_factory,
+        name,
+        "--speculative-algorithm",
+        "DFLASH",
+        "--speculative-draft-model-path",
+        drafter[0],
+        *args,
+    )
 
 
 def radix_prompts(prompts: list[list[int]]) -> list[list[int]]:
@@ -41,14 +51,20 @@ def mean_tau(results: list[dict]) -> float:
     return round(tokens / steps, 3) if steps else float("nan")
 
 
-def check_greedy_equals_plain(name: str, server: CpuServer, prompts, reference, concurrency: int, drafter) -> None:
+def check_greedy_equals_plain(
+    name: str, server: CpuServer, prompts, reference, concurrency: int, drafter
+) -> None:
     """Greedy DFLASH output == plain output for every prompt; the row goes into the summary table."""
     assert len(prompts) >= 8 and all(len(p) > CHUNK for p in prompts)
     results = server.generate_many(prompts, GREEDY, concurrency=concurrency)
     exact = sum(r["output_ids"] == ref for r, ref in zip(results, reference["greedy"]))
-    SUMMARY[f"{name} c={concurrency}"] = {"drafter": drafter[1], "prompts": len(results),
-                                          "tokens": sum(len(r["output_ids"]) for r in results),
-                                          "exact": f"{exact}/{len(results)}", "tau": mean_tau(results)}
+    SUMMARY[f"{name} c={concurrency}"] = {
+        "drafter": drafter[1],
+        "prompts": len(results),
+        "tokens": sum(len(r["output_ids"]) for r in results),
+        "exact": f"{exact}/{len(results)}",
+        "tau": mean_tau(results),
+    }
     assert all(r["meta_info"]["spec_verify_ct"] >= 1 for r in results)
     assert [r["output_ids"] for r in results] == reference["greedy"]
 
@@ -77,8 +93,13 @@ def check_aborts_leave_the_kv_pools_balanced(server: CpuServer, prompts) -> None
 
     clients = [threading.Thread(target=disconnect_after, args=(p, 2 + i)) for i, p in enumerate(prompts[:4])]
     rid = "abort-by-id"
-    by_id = threading.Thread(target=lambda: requests.post(server.base + "/generate", timeout=600, json={
-        "input_ids": prompts[5], "sampling_params": long, "rid": rid}))
+    by_id = threading.Thread(
+        target=lambda: requests.post(
+            server.base + "/generate",
+            timeout=600,
+            json={"input_ids": prompts[5], "sampling_params": long, "rid": rid},
+        )
+    )
     for thread in [*clients, by_id]:
         thread.start()
     time.sleep(5)

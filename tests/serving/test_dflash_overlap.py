@@ -70,11 +70,18 @@ def test_openai_chat_completions_and_acceptance_in_meta_info(server):
     client = openai.OpenAI(base_url=server.base + "/v1", api_key="none")
     messages = [{"role": "user", "content": "Write a Python function that reverses a string."}]
     full = client.chat.completions.create(model="default", messages=messages, max_tokens=48, temperature=0)
-    streamed = "".join(chunk.choices[0].delta.content or "" for chunk in client.chat.completions.create(
-        model="default", messages=messages, max_tokens=48, temperature=0, stream=True) if chunk.choices)
+    streamed = "".join(
+        chunk.choices[0].delta.content or ""
+        for chunk in client.chat.completions.create(
+            model="default", messages=messages, max_tokens=48, temperature=0, stream=True
+        )
+        if chunk.choices
+    )
     assert full.choices[0].message.content and streamed == full.choices[0].message.content
     assert full.usage.completion_tokens > 0
-    meta = server.generate(text="def add(a, b):", sampling_params={"temperature": 0, "max_new_tokens": 24})["meta_info"]
+    meta = server.generate(text="def add(a, b):", sampling_params={"temperature": 0, "max_new_tokens": 24})[
+        "meta_info"
+    ]
     assert meta["spec_verify_ct"] >= 1
     assert meta["spec_accept_length"] == pytest.approx(meta["completion_tokens"] / meta["spec_verify_ct"])
 

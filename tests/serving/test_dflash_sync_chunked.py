@@ -20,8 +20,15 @@ NAME = "sync+chunked"
 @pytest.fixture(scope="module")
 def server(smollm2, drafter, reference, tmp_path_factory):
     """Started after the plain reference server has stopped; the last test stops it."""
-    started = dflash_server(smollm2, drafter, tmp_path_factory, "dflash-sync", "--disable-overlap-schedule",
-                            "--chunked-prefill-size", str(CHUNK))
+    started = dflash_server(
+        smollm2,
+        drafter,
+        tmp_path_factory,
+        "dflash-sync",
+        "--disable-overlap-schedule",
+        "--chunked-prefill-size",
+        str(CHUNK),
+    )
     yield started
     started.shutdown()
 

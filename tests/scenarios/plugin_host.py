@@ -1,0 +1,162 @@
+"""SGLang at server startup with our plugin loaded through its entry point, as ``launch_server`` has it.
+
+    python -m tests.scenarios.plugin_host < checks.json
+
+The request maps a check name to ``[kind, keyword arguments]``, a kind being one of the checks
+below; the result maps each name to what the check returned, or to ``"<exception type>: <message>"``
+when it raised.  ``SGLANG_DFLASH_IMPL`` and the CPU settings in the environment choose the host
+configuration; a bad ``SGLANG_DFLASH_IMPL`` stops the program while it loads the plugins.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from . import print_result
+
+if TYPE_CHECKING:
+    from sglang.srt.server_args import ServerArgs
+
+
+def dflash_server_args(target: str, draft: str, device: str = "cuda", **extra: Any) -> ServerArgs:
+    from sglang.srt.server_args import ServerArgs
+
+    return ServerArgs(
+        model_path=target,
+        speculative_algorithm="DFLASH",
+        speculative_draft_model_path=draft,
+        device=device,
+        **extra,
+    )
+
+
+def startup_fields(target: str, draft: str) -> SimpleNamespace:
+    """The ServerArgs fields our startup checks read, without ServerArgs' own checks (which stop a
+    hybrid target such as Qwen3-Next on a machine without CUDA)."""
+    return SimpleNamespace(
+        model_path=target,
+        speculative_draft_model_path=draft,
+        trust_remote_code=False,
+        tp_size=1,
+        speculative_dflash_block_size=None,
+        speculative_num_draft_tokens=None,
+    )
+
+
+# ---------------------------------------------------------------------------------------- checks
+def server_args(
+    target: str, draft: str, device: str = "cuda", extra: dict | None = None, fields: Sequence[str] = ()
+) -> dict[str, Any]:
+    """ServerArgs for DFLASH with this pair (our startup validation runs in them): the named fields."""
+    args = dflash_server_args(target, draft, device, **(extra or {}))
+    return {field: getattr(args, field) for field in fields}
+
+
+def speculative_workers(target: str, draft: str) -> dict[str, Any]:
+    """The worker classes SGLang creates for DFLASH and EAGLE, the model class registered for the
+    drafter's architecture, and the step shape the DFLASH ServerArgs end up with."""
+    from sglang.srt.models.registry import ModelRegistry
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    args = dflash_server_args(target, draft)
+    dflash = SpeculativeAlgorithm.DFLASH.create_worker(args)
+    return dict(
+        dflash=f"{dflash.__module__}.{dflash.__name__}",
+        eagle=SpeculativeAlgorithm.EAGLE.create_worker(args).__name__,
+        model=ModelRegistry.models["DFlashDraftModel"].__module__,
+        block=args.speculative_num_draft_tokens,
+        steps=args.speculative_num_steps,
+        topk=args.speculative_eagle_topk,
+    )
+
+
+def logprob_request_refusal() -> str | None:
+    """What the scheduler answers a DFLASH request that asks for logprobs."""
+    from sglang.srt.managers import scheduler
+
+    request = SimpleNamespace(return_logprob=True, sampling_params=None, return_hidden_states=False)
+    return scheduler.validate_dflash_request(request, True)
+
+
+def check_server_args(target: str, draft: str) -> int:
+    """The check the ServerArgs hook runs, called directly: the drafter's block size."""
+    from sglang_dflash.serving.validation import check_server_args
+
+    return check_server_args(startup_fields(target, draft)).block_size
+
+
+def capture_layers(target: str, draft: str) -> tuple[list[int], int]:
+    """The check the model runner hook runs, on the target config as SGLang parses it: the target
+    layers to capture and the draft layer count."""
+    from sglang.srt.utils.hf_transformers_utils import get_config
+
+    from sglang_dflash.serving.validation import capture_layers
+
+    hf_config = get_config(target, trust_remote_code=False)
+    model_config = SimpleNamespace(hf_config=hf_config, hf_text_config=hf_config)
+    return capture_layers(startup_fields(target, draft), model_config)
+
+
+def drafter_dtype_host_auto(target: str, draft: str) -> str:
+    """The dtype SGLang's own ``--dtype auto`` resolution gives the drafter."""
+    from sglang.srt.configs.model_config import ModelConfig
+
+    args = dflash_server_args(target, draft)
+    return str(ModelConfig.from_server_args(args, model_path=draft, is_draft_model=True).dtype)
+
+
+def drafter_dtype_in_worker(target: str, draft: str) -> dict[str, Any]:
+    """The target's dtype, the dtype our worker gives the drafter, and the target's ``--dtype`` and
+    ``--context-length`` afterwards."""
+    from sglang.srt.configs.model_config import ModelConfig
+
+    from sglang_dflash.serving.worker import draft_server_args
+
+    args = dflash_server_args(target, draft)
+    target_config = ModelConfig.from_server_args(args)
+    draft_args = draft_server_args(args, target_config.context_len, target_config.dtype)
+    drafter_config = ModelConfig.from_server_args(draft_args, model_path=draft, is_draft_model=True)
+    return dict(
+        target=str(target_config.dtype),
+        worker=str(drafter_config.dtype),
+        target_args=[args.dtype, args.context_length],
+    )
+
+
+CHECKS: dict[str, Callable[..., Any]] = {
+    check.__name__: check
+    for check in (
+        server_args,
+        speculative_workers,
+        logprob_request_refusal,
+        check_server_args,
+        capture_layers,
+        drafter_dtype_host_auto,
+        drafter_dtype_in_worker,
+    )
+}
+
+
+def attempt(check: Callable[..., Any], arguments: dict) -> Any:
+    try:
+        return check(**arguments)
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def main() -> None:
+    checks = json.load(sys.stdin)
+    logging.disable(logging.WARNING)
+    from sglang.srt.plugins import load_plugins
+
+    load_plugins()
+    print_result({name: attempt(CHECKS[kind], arguments) for name, (kind, arguments) in checks.items()})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""The verify-width policy's decisions on synthetic step times and acceptance."""
+
+import json
+
+import pytest
+
+from sglang_dflash.adaptive import AdaptiveConfig, VerifyWidthPolicy, batch_bucket, expected_accept_lens
+
+WIDTHS = (1, 4, 8, 16)
+
+
+def policy_with(
+    step_seconds, bs: int, accepted_fraction: float, steps: int = 40, explore_every: int = 1000
+) -> VerifyWidthPolicy:
+    """A policy that has measured ``step_seconds[k]`` at batch ``bs`` and seen drafts accepted as a
+    geometric run with continuation probability ``accepted_fraction`` (expected counts per step)."""
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS, explore_every=explore_every))
+    for _ in range(len(WIDTHS)):
+        width = policy.choose(bs)
+        policy.observe(bs, width, step_seconds[width], None)
+    for _ in range(steps):
+        width = 16
+        # Of 15 drafts, a geometric run: the counts a censored geometric estimate recovers exactly.
+        run = int(round(expected_accept_lens(accepted_fraction, width) - 1))
+        policy.observe(bs, width, step_seconds[width], [run] * bs)
+    return policy
+
+
+def cpu_like_seconds(bs: int) -> dict[int, float]:
+    """Verify cost grows with bs * width (compute-bound), plus a drafter pass for widths > 1."""
+    return {k: 0.01 + 0.002 * bs * k + (0.004 * bs if k > 1 else 0.0) for k in WIDTHS}
+
+
+def memory_bound_seconds(bs: int) -> dict[int, float]:
+    """Verify cost nearly flat in width (a GPU at small batch)."""
+    return {k: 0.010 + 0.0001 * k for k in WIDTHS}
+
+
+def test_high_acceptance_at_small_batch_verifies_the_whole_block():
+    policy = policy_with(memory_bound_seconds(1), bs=1, accepted_fraction=0.9)
+    assert policy.accept_prob > 0.8
+    assert policy.choose(1) == 16
+
+
+def test_low_acceptance_falls_back_to_plain_decoding_where_drafting_costs_time():
+    policy = policy_with(cpu_like_seconds(1), bs=1, accepted_fraction=0.05)
+    assert policy.choose(1) == 1
+
+
+def test_a_large_compute_bound_batch_verifies_narrower_than_a_small_one():
+    small = policy_with(cpu_like_seconds(1), bs=1, accepted_fraction=0.7)
+    large = policy_with(cpu_like_seconds(32), bs=32, accepted_fraction=0.7)
+    assert large.choose(32) < small.choose(1)
+    assert large.choose(32) == 1
+
+
+def test_every_width_is_measured_once_before_any_is_chosen_on_merit():
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS))
+    tried = []
+    for _ in WIDTHS:
+        width = policy.choose(3)
+        tried.append(width)
+        policy.observe(3, width, 1.0, None)
+    assert tried == list(WIDTHS)
+
+
+def test_plain_decoding_is_left_periodically_to_re_measure_another_width():
+    policy = policy_with(cpu_like_seconds(1), bs=1, accepted_fraction=0.0, explore_every=8)
+    chosen = [policy.choose(1) for _ in range(16)]
+    assert chosen.count(1) == 14
+    assert set(chosen) - {1}, chosen
+
+
+def test_acceptance_counts_decay_so_a_change_in_the_text_is_followed():
+    policy = policy_with(cpu_like_seconds(1), bs=1, accepted_fraction=0.9)
+    assert policy.choose(1) > 1
+    for _ in range(60):
+        policy.observe(1, 16, cpu_like_seconds(1)[16], [0])
+    assert policy.choose(1) == 1
+
+
+def test_a_step_that_accepts_every_verified_draft_counts_no_rejection():
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS))
+    policy.observe(2, 4, 0.01, [3, 3])
+    assert policy.rejected == 0
+    assert policy.accepted == 6
+    policy.observe(2, 1, 0.01, [0, 0])  # plain decoding says nothing about drafts
+    assert (policy.accepted, policy.rejected) == (6, 0)
+
+
+def test_batch_sizes_share_step_times_by_power_of_two():
+    assert [batch_bucket(bs) for bs in (1, 2, 3, 4, 7, 8, 9, 48)] == [1, 2, 2, 4, 4, 8, 8, 32]
+
+
+def test_widths_are_capped_at_the_block_size_which_is_always_a_candidate():
+    assert AdaptiveConfig(widths=(1, 4, 8, 16)).for_block_size(8).widths == (1, 4, 8)
+    assert AdaptiveConfig(widths=(1, 2)).for_block_size(6).widths == (1, 2, 6)
+
+
+@pytest.mark.parametrize(
+    "values, needle",
+    [
+        ({"widths": []}, "widths is []"),
+        ({"widths": [0, 4]}, "widths is [0, 4]"),
+        ({"explore_every": 1}, "explore_every is 1"),
+        ({"accept_decay": 1.0}, "accept_decay is 1.0"),
+        ({"prior_rejected": 0}, "prior_rejected is 0"),
+        ({"candidate_steps": [1, 3]}, "keys ['candidate_steps'] are unknown"),
+    ],
+)
+def test_a_bad_config_names_the_flag_the_key_and_the_value(values, needle):
+    with pytest.raises(ValueError) as info:
+        AdaptiveConfig.from_dict(values)
+    assert "--speculative-adaptive-config" in str(info.value)
+    assert needle in str(info.value)
+
+
+def test_the_config_file_is_read_or_refused_naming_the_path(tmp_path):
+    path = tmp_path / "adaptive.json"
+    path.write_text(json.dumps({"widths": [1, 8], "explore_every": 16}))
+    assert AdaptiveConfig.from_file(str(path)) == AdaptiveConfig(widths=(1, 8), explore_every=16)
+    path.write_text("[1, 8]")
+    with pytest.raises(ValueError, match="holds list; expected an object"):
+        AdaptiveConfig.from_file(str(path))
+    with pytest.raises(ValueError, match="no-such.json"):
+        AdaptiveConfig.from_file(str(tmp_path / "no-such.json"))
