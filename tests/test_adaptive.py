@@ -124,3 +124,45 @@ def test_the_config_file_is_read_or_refused_naming_the_path(tmp_path):
         AdaptiveConfig.from_file(str(path))
     with pytest.raises(ValueError, match="no-such.json"):
         AdaptiveConfig.from_file(str(tmp_path / "no-such.json"))
+
+
+def server_args(**fields):
+    from types import SimpleNamespace
+
+    defaults = {"speculative_adaptive": True, "speculative_adaptive_config": None, "device": "cpu"}
+    return SimpleNamespace(**{**defaults, **fields})
+
+
+def test_the_adaptive_flag_is_taken_from_the_host_and_kept_for_the_worker_on_cpu():
+    from sglang_dflash.adaptive import ADAPTIVE_ATTR
+    from sglang_dflash.serving.validation import take_adaptive_settings
+
+    args = server_args()
+    take_adaptive_settings(args)
+    assert args.speculative_adaptive is False  # the host's EAGLE policy never sees it
+    assert AdaptiveConfig.from_dict(getattr(args, ADAPTIVE_ATTR)) == AdaptiveConfig()
+
+
+def test_without_the_flag_nothing_is_kept():
+    from sglang_dflash.adaptive import ADAPTIVE_ATTR
+    from sglang_dflash.serving.validation import take_adaptive_settings
+
+    args = server_args(speculative_adaptive=False)
+    take_adaptive_settings(args)
+    assert not hasattr(args, ADAPTIVE_ATTR)
+
+
+def test_the_adaptive_flag_on_a_gpu_is_refused_naming_it():
+    from sglang_dflash.serving.validation import take_adaptive_settings
+
+    with pytest.raises(ValueError, match="--speculative-adaptive is True; expected --device cpu"):
+        take_adaptive_settings(server_args(device="cuda"))
+
+
+def test_a_bad_adaptive_config_file_stops_startup_naming_the_flag(tmp_path):
+    from sglang_dflash.serving.validation import take_adaptive_settings
+
+    path = tmp_path / "adaptive.json"
+    path.write_text(json.dumps({"widths": [0]}))
+    with pytest.raises(ValueError, match="--speculative-adaptive-config: widths is"):
+        take_adaptive_settings(server_args(speculative_adaptive_config=str(path)))

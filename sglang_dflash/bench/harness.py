@@ -3,7 +3,8 @@
     sglang-dflash bench --model T --drafter D --datasets humaneval.jsonl gsm8k.jsonl \\
         --num-prompts 64 --max-new-tokens 256 --concurrency 1,4,16 --out bench/results/run
 
-Modes: ``baseline`` (no speculation), ``dflash`` (ours), ``dflash-builtin`` (SGLang's built-in
+Modes: ``baseline`` (no speculation), ``dflash`` (ours), ``dflash-adaptive`` (ours with
+``--speculative-adaptive``: per-step verify width, CPU only for now), ``dflash-builtin`` (SGLang's built-in
 DFLASH, selected through ``SGLANG_DFLASH_IMPL=builtin``), ``ngram`` (SGLang's NGRAM, no drafter).
 At temperature 0 every output is also re-scored teacher-forced by the float32 target
 (:mod:`sglang_dflash.evaluation`), for every mode, baseline included.
@@ -25,12 +26,14 @@ from tqdm import tqdm
 from .datasets import dataset_name, load_dataset, read_jsonl_prompts
 from .report import write_report
 
-MODES = ("baseline", "dflash", "dflash-builtin", "ngram")
-DRAFTER_MODES = ("dflash", "dflash-builtin")
+MODES = ("baseline", "dflash", "dflash-adaptive", "dflash-builtin", "ngram")
+DRAFTER_MODES = ("dflash", "dflash-adaptive", "dflash-builtin")
 DEVICES = ("cuda", "cpu")
 # On SGLang's CPU backend only plain decoding and our DFLASH run: the built-in DFLASH refuses a
 # non-CUDA device and NGRAM needs CUDA kernels.
-CPU_MODES = ("baseline", "dflash")
+CPU_MODES = ("baseline", "dflash", "dflash-adaptive")
+# dflash-adaptive runs on CPU only for now (per-width CUDA graphs are not built yet).
+GPU_MODES = ("baseline", "dflash", "dflash-builtin", "ngram")
 # SGLang's CPU flags: float32 (no fast bf16 matmuls on most CPUs), torch_native attention,
 # the PyTorch sampler, no CUDA graphs.
 CPU_ENGINE_ARGS = {
@@ -68,7 +71,7 @@ class BenchConfig:
     datasets: list[str]
     out: str
     drafter: str | None = None
-    modes: list[str] = field(default_factory=lambda: list(MODES))
+    modes: list[str] = field(default_factory=lambda: list(GPU_MODES))
     num_prompts: int = 64
     max_new_tokens: int = 256
     temperature: float = 0.0
@@ -132,6 +135,8 @@ def engine_args(cfg: BenchConfig, mode: str) -> dict:
         args.update(speculative_algorithm="DFLASH", speculative_draft_model_path=cfg.drafter)
         if cfg.block_size:
             args["speculative_num_draft_tokens"] = cfg.block_size
+        if mode == "dflash-adaptive":
+            args["speculative_adaptive"] = True  # our per-step verify width (sglang_dflash.adaptive)
     elif mode == "ngram":
         args.update(speculative_algorithm="NGRAM")
     return args
@@ -142,7 +147,7 @@ def mode_env(mode: str, profile_path: str, device: str = "cuda") -> dict:
     env["SGLANG_DFLASH_IMPL"] = "builtin" if mode == "dflash-builtin" else "sglang-dflash"
     if device == "cpu":
         env["SGLANG_USE_CPU_ENGINE"] = "1"  # SGLang's own switch for its CPU engine
-    if mode == "dflash":
+    if mode in ("dflash", "dflash-adaptive"):
         env["SGLANG_DFLASH_PROFILE"] = profile_path
     return env
 
@@ -265,7 +270,7 @@ def add_parser(sub) -> None:
         "--modes",
         default=None,
         type=lambda s: [m.strip() for m in s.split(",") if m.strip()],
-        help=f"comma-separated, default {','.join(MODES)} (--device cpu: {','.join(CPU_MODES)})",
+        help=f"comma-separated, default {','.join(GPU_MODES)} (--device cpu: {','.join(CPU_MODES)})",
     )
     p.add_argument("--num-prompts", type=int, default=64)
     p.add_argument("--max-new-tokens", type=int, default=256)
@@ -277,7 +282,7 @@ def add_parser(sub) -> None:
         "--device",
         choices=DEVICES,
         default="cuda",
-        help="cpu: SGLang's CPU backend (float32, torch_native); modes baseline and dflash",
+        help="cpu: SGLang's CPU backend (float32, torch_native); modes baseline, dflash, dflash-adaptive",
     )
     p.add_argument(
         "--max-total-tokens",
@@ -295,7 +300,7 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     fields = {f.name for f in dataclasses.fields(BenchConfig)}
     if args.modes is None:
-        args.modes = list(CPU_MODES if args.device == "cpu" else MODES)
+        args.modes = list(CPU_MODES if args.device == "cpu" else GPU_MODES)
     try:
         cfg = BenchConfig(**{k: v for k, v in vars(args).items() if k in fields})
     except (ValueError, FileNotFoundError) as e:
