@@ -216,7 +216,7 @@ def test_cpu_bench_defaults_to_the_modes_that_run_on_cpu(monkeypatch, tmp_path):
         )
         == 0
     )
-    assert seen["cfg"].modes == ["baseline", "dflash"] and seen["cfg"].device == "cpu"
+    assert seen["cfg"].modes == ["baseline", "dflash", "dflash-adaptive"] and seen["cfg"].device == "cpu"
 
 
 def test_cli_argument_errors(capsys, tmp_path):
@@ -240,3 +240,20 @@ def argparse_error_type():
     import argparse
 
     return argparse.ArgumentTypeError
+
+
+def test_the_adaptive_mode_runs_our_dflash_with_the_adaptive_flag():
+    from sglang_dflash.bench.harness import engine_args, mode_env
+
+    cfg = BenchConfig(
+        model="m",
+        drafter="d",
+        datasets=[os.path.join(SHARED_DATA, "gsm8k.jsonl")],
+        out="o",
+        device="cpu",
+        modes=["dflash", "dflash-adaptive"],
+    )
+    args = engine_args(cfg, "dflash-adaptive")
+    assert args["speculative_algorithm"] == "DFLASH" and args["speculative_adaptive"] is True
+    assert "speculative_adaptive" not in engine_args(cfg, "dflash")
+    assert mode_env("dflash-adaptive", "p.json", "cpu")["SGLANG_DFLASH_IMPL"] == "sglang-dflash"
