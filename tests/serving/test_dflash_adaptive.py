@@ -37,6 +37,11 @@ def server(smollm2, drafter, reference, tmp_path_factory):
         "--speculative-adaptive",
         "--speculative-adaptive-config",
         str(config),
+        # The decode log line (with the host's "cap len") and our startup line are info-level.
+        "--log-level",
+        "info",
+        "--decode-log-interval",
+        "10",
     )
     yield started
     started.shutdown()
