@@ -51,16 +51,20 @@ class SamplingParams:
 
     def __post_init__(self) -> None:
         if not self.temperature >= 0:
-            raise ValueError(f"temperature={self.temperature!r} is invalid; expected a number >= 0")
+            raise ValueError(f"SamplingParams: temperature is {self.temperature!r}; expected a number >= 0")
         if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p={self.top_p!r} is invalid; expected a number in (0, 1]")
+            raise ValueError(f"SamplingParams: top_p is {self.top_p!r}; expected a number in (0, 1]")
         if isinstance(self.top_k, bool) or not isinstance(self.top_k, int):
-            raise ValueError(f"top_k={self.top_k!r} is invalid; expected an integer (<= 0 disables it)")
+            raise ValueError(
+                f"SamplingParams: top_k is {self.top_k!r}; expected an integer (<= 0 disables it)"
+            )
         if not 0 <= self.min_p < 1:
-            raise ValueError(f"min_p={self.min_p!r} is invalid; expected a number in [0, 1)")
+            raise ValueError(f"SamplingParams: min_p is {self.min_p!r}; expected a number in [0, 1)")
         max_new = self.max_new_tokens
         if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
-            raise ValueError(f"max_new_tokens={self.max_new_tokens!r} is invalid; expected an integer >= 1")
+            raise ValueError(
+                f"SamplingParams: max_new_tokens is {self.max_new_tokens!r}; expected an integer >= 1"
+            )
         object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in self.stop_token_ids))
 
     @property

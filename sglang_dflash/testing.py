@@ -25,7 +25,7 @@ def tiny_target_config(family: str = "llama", **overrides: Any):
     from transformers import LlamaConfig, Qwen3Config
 
     if family not in FAMILIES:
-        raise ValueError(f"family={family!r} is invalid; expected one of {FAMILIES}")
+        raise ValueError(f"make_tiny_target: family is {family!r}; expected one of {FAMILIES}")
     fields: dict[str, Any] = dict(
         vocab_size=64,
         hidden_size=32,

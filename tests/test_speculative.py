@@ -67,11 +67,11 @@ def test_sampling_probs_filters():
 
 def test_sampling_params_reject_bad_values():
     for kw, needle in [
-        ({"temperature": -1}, "temperature=-1"),
-        ({"top_p": 0}, "top_p=0"),
-        ({"min_p": 1.0}, "min_p=1.0"),
-        ({"max_new_tokens": 0}, "max_new_tokens=0"),
-        ({"top_k": 1.5}, "top_k=1.5"),
+        ({"temperature": -1}, "temperature is -1"),
+        ({"top_p": 0}, "top_p is 0"),
+        ({"min_p": 1.0}, "min_p is 1.0"),
+        ({"max_new_tokens": 0}, "max_new_tokens is 0"),
+        ({"top_k": 1.5}, "top_k is 1.5"),
     ]:
         with pytest.raises(ValueError, match=needle):
             SamplingParams(**kw)
