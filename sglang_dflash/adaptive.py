@@ -17,8 +17,10 @@ from the steps that verified drafts (a censored geometric count: ``s`` accepted 
 rejections seen; a step that accepted all ``k - 1`` drafts says nothing about position ``k``).
 Both the acceptance counts and the step times decay, so the choice follows the text and the load.
 Widths never measured at a bucket are tried once first; every ``explore_every`` steps at a bucket
-the width measured longest ago is tried again, so a drafter that improves (or a load that drops)
-is noticed even while plain decoding is chosen.  Everything the policy reads is on the host.
+the neighbouring width (next narrower or wider candidate) measured longest ago is tried again, so
+a drafter that improves (or a load that drops) is noticed even while plain decoding is chosen,
+at the cost of one narrow drafting step per ``explore_every`` steps.  Everything the policy reads
+is on the host.
 """
 
 from __future__ import annotations
@@ -152,10 +154,21 @@ class VerifyWidthPolicy:
         if unmeasured:
             return unmeasured[0]
         best = max(widths, key=lambda k: self.expected_throughput(bs, k))
-        others = [k for k in widths if k != best]
-        if others and step % self.config.explore_every == self.config.explore_every - 1:
-            return min(others, key=lambda k: self.timings[bucket, k].measured_at)
+        neighbours = self.neighbours(best)
+        if neighbours and step % self.config.explore_every == self.config.explore_every - 1:
+            return min(neighbours, key=lambda k: self.timings[bucket, k].measured_at)
         return best
+
+    def neighbours(self, width: int) -> list[int]:
+        """The candidate widths just below and just above ``width``: the ones worth re-measuring.
+
+        Probing only the neighbours keeps exploration cheap (from plain decoding the policy probes
+        the narrowest drafting width, never the whole block) and still lets it climb step by step
+        when acceptance or load changes.
+        """
+        widths = self.config.widths
+        i = widths.index(width)
+        return [widths[j] for j in (i - 1, i + 1) if 0 <= j < len(widths)]
 
     def expected_throughput(self, bs: int, width: int) -> float:
         """Expected committed tokens per second at this width (needs a measured step time)."""

@@ -64,11 +64,18 @@ def test_every_width_is_measured_once_before_any_is_chosen_on_merit():
     assert tried == list(WIDTHS)
 
 
-def test_plain_decoding_is_left_periodically_to_re_measure_another_width():
+def test_plain_decoding_is_left_periodically_for_the_narrowest_drafting_width_only():
     policy = policy_with(cpu_like_seconds(1), bs=1, accepted_fraction=0.0, explore_every=8)
     chosen = [policy.choose(1) for _ in range(16)]
     assert chosen.count(1) == 14
-    assert set(chosen) - {1}, chosen
+    assert set(chosen) == {1, 4}, chosen  # never a whole-block probe from plain decoding
+
+
+def test_re_measurement_alternates_between_both_neighbours_of_the_best_width():
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS, explore_every=2))
+    assert policy.neighbours(8) == [4, 16]
+    assert policy.neighbours(1) == [4]
+    assert policy.neighbours(16) == [8]
 
 
 def test_acceptance_counts_decay_so_a_change_in_the_text_is_followed():
