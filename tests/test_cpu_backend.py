@@ -86,6 +86,18 @@ def test_block_attention_equals_attention_over_the_whole_sequence(attn_type, win
         torch.testing.assert_close(out[row * BLOCK : (row + 1) * BLOCK].view(BLOCK, HEADS, DIM), expected)
 
 
+def test_a_single_query_block_needs_no_mask_unless_a_window_hides_keys():
+    assert (
+        block_attention_mask(prefix_len=5, block_size=1, causal=True, sliding_window=None, device="cpu")
+        is None
+    )
+    assert (
+        block_attention_mask(prefix_len=5, block_size=1, causal=True, sliding_window=8, device="cpu") is None
+    )
+    windowed = block_attention_mask(prefix_len=5, block_size=1, causal=True, sliding_window=2, device="cpu")
+    assert windowed.tolist() == [[False, False, False, True, True, True]]
+
+
 def test_block_mask_is_causal_inside_the_block_and_honours_a_window():
     mask = block_attention_mask(prefix_len=3, block_size=2, causal=True, sliding_window=None, device="cpu")
     assert mask.tolist() == [[True, True, True, True, False], [True, True, True, True, True]]
