@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -179,7 +178,7 @@ class VerifyWidthPolicy:
         """Fold in one finished step: its wall time and, per request, the drafts it accepted."""
         bucket = batch_bucket(bs)
         previous = self.timings.get((bucket, width))
-        if previous is not None and math.isfinite(previous.seconds):
+        if previous is not None:
             decay = self.config.time_decay
             seconds = decay * previous.seconds + (1 - decay) * seconds
         self.timings[bucket, width] = _Timing(seconds, self.steps.get(bucket, 0))

@@ -154,7 +154,7 @@ def decode_with_the_worker_step(host, prompts, reference, max_new, widths=None):
                 verify_width=width,
             ),
             draft=functools.partial(host.draft, seq_lens=seq_lens, out_cache_loc=out_cache_loc),
-            verify=lambda block, positions: host.verify(block),
+            verify=lambda block, positions, slots: host.verify(block),
             inject=host.inject,
             publish=published.append,
         )
@@ -251,7 +251,7 @@ def test_profiler_times_the_three_phases_of_every_step(tmp_path, monkeypatch):
         decode_step(
             inputs,
             draft=lambda block, positions: logits,
-            verify=lambda block, positions: (logits, torch.zeros(bs * block_size, 1)),
+            verify=lambda block, positions, slots: (logits, torch.zeros(bs * block_size, 1)),
             inject=lambda hidden, positions, slots: None,
             profiler=profiler,
         )

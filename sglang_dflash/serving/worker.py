@@ -9,7 +9,7 @@ legend: :mod:`sglang_dflash.speculative`)::
     verify   = target (TARGET_VERIFY, causal, FULL aux hidden capture) over [bonus token, drafts]
     accept   = greedy prefix / lossless speculative sampling -> num_correct_drafts, emitted
     publish  = on_publish(seq_len + accept_lens)                   (the next step may schedule)
-    inject   = target hidden of the block_size verify rows -> draft K/V at the block's slots
+    inject   = target hidden of the verified rows -> draft K/V at their slots
 
 Rows past a request's accepted prefix sit beyond its new ``seq_len``: the next block writes its
 own K/V over them before anything reads them, so no per-row gather is needed.  Prefill runs the
@@ -244,7 +244,7 @@ def verify_slots(out_cache_loc: torch.Tensor, bs: int, width: int) -> torch.Tens
 def decode_step(
     inputs: StepInputs,
     draft: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    verify: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+    verify: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
     inject: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None],
     publish: Callable[[torch.Tensor], None] | None = None,
     profiler: PhaseProfiler = NO_PROFILER,
@@ -252,8 +252,8 @@ def decode_step(
     """One DFlash step, independent of how the passes run (SGLang runners on GPU, plain PyTorch in tests).
 
     ``draft(block, positions)`` -> logits [bs * block_size, V] of every block position;
-    ``verify(tokens, positions)`` -> (target logits [bs * width, V], captured target hidden
-    [bs * width, K*H]) for the first ``width = verify_width`` block positions;
+    ``verify(tokens, positions, slots)`` -> (target logits [bs * width, V], captured target hidden
+    [bs * width, K*H]) for the first ``width = verify_width`` block positions, at those KV slots;
     ``inject(hidden, positions, slots)`` writes the context K/V of those rows into the draft pool;
     ``publish(new_seq_lens)`` lets the host schedule the next step.
     """
@@ -272,7 +272,8 @@ def decode_step(
     with profiler.phase("verify_ms"):
         # The target scores [bonus token, drafts] in one causal pass and captures context features.
         verify_positions = positions[:, :width].reshape(-1)
-        target_logits, hidden = verify(torch.cat([block[:, :1], drafts], dim=1), verify_positions)
+        slots = verify_slots(inputs.out_cache_loc, bs, width)
+        target_logits, hidden = verify(torch.cat([block[:, :1], drafts], dim=1), verify_positions, slots)
 
     with profiler.phase("accept_inject_ms"):
         target_logits = target_logits.view(bs, width, -1)
@@ -283,7 +284,7 @@ def decode_step(
             publish(new_seq_lens)
         # Inject all verified rows: rows past a request's accepted prefix lie beyond its new
         # seq_len, and the next block writes its own K/V over them before anything reads them.
-        inject(hidden, verify_positions, verify_slots(inputs.out_cache_loc, bs, width))
+        inject(hidden, verify_positions, slots)
 
     bonus_tokens = emitted.gather(1, num_correct_drafts[:, None])[:, 0]
     return StepResult(num_correct_drafts, emitted, bonus_tokens, accept_lens, new_seq_lens)
@@ -440,13 +441,15 @@ class DFlashWorker(BaseSpecWorker):
             )
             return self.draft_runner.forward(passes.draft_batch).logits_output.next_token_logits
 
-        def verify(block: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        def verify(
+            block: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor
+        ) -> tuple[torch.Tensor, torch.Tensor]:
             passes.verify_batch = self._block_forward_batch(
                 batch,
                 self.target_worker.model_runner,
                 block,
                 positions,
-                verify_slots(out_cache_loc, bs, width),
+                slots,
                 CaptureHiddenMode.FULL,
                 width,
             )
