@@ -83,7 +83,7 @@ def host(qwen3_pair, tmp_path_factory) -> dict:
     root = str(tmp_path_factory.mktemp("plugin"))
     checks = {
         "workers": ("speculative_workers", {"target": target, "draft": drafter}),
-        "logprob request": ("logprob_request_refusal", {}),
+        "requests": ("request_verdicts", {}),
     }
     for architecture in ("Qwen2ForCausalLM", "LlamaForCausalLM"):
         target_config = qwen2_config(root, architecture)
@@ -124,8 +124,10 @@ def test_dflash_server_args_take_the_drafters_block_size_one_step_and_top_1(host
     assert (workers["block"], workers["steps"], workers["topk"]) == (4, 1, 1)
 
 
-def test_the_scheduler_refuses_logprob_requests_naming_sglang_dflash(host):
-    assert "sglang-dflash" in host["logprob request"]
+def test_the_scheduler_takes_logprobs_grammars_and_hidden_states_and_refuses_penalties(host):
+    verdicts = host["requests"]
+    assert (verdicts["logprobs"], verdicts["grammar"], verdicts["hidden states"]) == (None, None, None)
+    assert "sglang-dflash: sampling_params.frequency_penalty is 0.5" in verdicts["penalty"]
 
 
 def test_environment_switch_selects_the_builtin(builtin_host):

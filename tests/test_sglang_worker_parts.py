@@ -18,6 +18,7 @@ from sglang.srt.speculative.spec_info import SpecInputType
 
 from sglang_dflash import speculative as spec
 from sglang_dflash.serving import spec_inputs
+from sglang_dflash.serving.outputs import FinalHiddenStates, committed_logprobs
 from sglang_dflash.serving.spec_inputs import DFlashBlockInput, DFlashDraftInput
 from sglang_dflash.serving.validation import unsupported_request_option
 from sglang_dflash.serving.worker import DFlashWorker, batch_sampling
@@ -142,21 +143,21 @@ def test_block_input_is_a_mask_free_verify_input():
     assert block.custom_mask is None and block.draft_token_num == 4 and block.num_tokens_per_req == 4
 
 
-def test_unsupported_request_options_get_clear_messages():
+def test_logprobs_grammars_and_hidden_states_pass_the_request_check():
     plain = SimpleNamespace(
         return_logprob=False,
         return_hidden_states=False,
+        custom_logit_processor=None,
         sampling_params=SimpleNamespace(json_schema=None, regex=None, ebnf=None, structural_tag=None),
     )
     assert unsupported_request_option(plain, True) is None
-    assert "return_logprob" in unsupported_request_option(
-        SimpleNamespace(**{**vars(plain), "return_logprob": True}), True
-    )
-    grammar = SimpleNamespace(**{**vars(plain), "sampling_params": SimpleNamespace(json_schema="{}")})
-    assert "grammar" in unsupported_request_option(grammar, False)
-    assert "return_hidden_states" in unsupported_request_option(
-        SimpleNamespace(**{**vars(plain), "return_hidden_states": True}), False
-    )
+    for fields in (
+        {"return_logprob": True},
+        {"return_hidden_states": True},
+        {"sampling_params": SimpleNamespace(json_schema="{}", regex="[a-z]+", ebnf='root ::= "a"')},
+    ):
+        for overlap in (True, False):
+            assert unsupported_request_option(SimpleNamespace(**{**vars(plain), **fields}), overlap) is None
 
 
 def test_module_keeps_competitor_code_out():
@@ -262,11 +263,76 @@ def test_prefill_without_the_captured_layers_raises_naming_target_and_layers(hid
     )
     worker.dflash, worker.block_size, worker.device = drafter_config(), 4, "cpu"
     worker.injector = lambda *args: None
+    worker.final_hidden = FinalHiddenStates(worker._target_worker.model_runner)
     batch = SimpleNamespace(
-        seq_lens=torch.tensor([3]), extend_lens=[3], prefix_lens=[0], out_cache_loc=torch.arange(3)
+        seq_lens=torch.tensor([3]),
+        extend_lens=[3],
+        prefix_lens=[0],
+        out_cache_loc=torch.arange(3),
+        return_hidden_states=False,
     )
     with pytest.raises(RuntimeError, match=r"Qwen3ForCausalLM.*\[1, 3\].*expected \[3, 64\]"):
         worker._prefill(batch, None)
+
+
+class FakeLogitsProcessor(torch.nn.Module):
+    def forward(self, input_ids, hidden_states, lm_head, batch, aux_hidden_states=None):
+        return torch.cat(aux_hidden_states, dim=-1)  # what the host stores under DFLASH capture
+
+
+def test_final_hidden_states_are_the_logits_processors_input_and_the_pass_runs_eagerly():
+    graphs = object()
+    runner = SimpleNamespace(
+        model=SimpleNamespace(logits_processor=FakeLogitsProcessor()),
+        decode_cuda_graph_runner=graphs,
+        prefill_cuda_graph_runner=None,
+    )
+    final = torch.randn(5, 8)
+    collector = FinalHiddenStates(runner)
+
+    with collector.collect(True) as collected:
+        assert runner.decode_cuda_graph_runner is None  # hooks do not run in a graph replay
+        stored = runner.model.logits_processor(None, final, None, None, [torch.ones(5, 2)])
+    assert collected.get() is final and stored.shape == (5, 2)
+    assert runner.decode_cuda_graph_runner is graphs and runner.prefill_cuda_graph_runner is None
+    assert not runner.model.logits_processor._forward_pre_hooks
+
+    with collector.collect(False) as collected:
+        assert runner.decode_cuda_graph_runner is graphs
+        runner.model.logits_processor(None, final, None, None, [torch.ones(5, 2)])
+    assert collected.get() is None
+    with pytest.raises(RuntimeError, match="final hidden states are None"):
+        with collector.collect(True) as collected:
+            pass  # no forward ran
+        collected.get()
+
+
+@pytest.mark.parametrize("all_greedy", [True, False])
+def test_committed_logprobs_are_the_targets_at_every_block_position(all_greedy):
+    from sglang.srt.layers.logits_processor import LogitsProcessorOutput
+
+    bs, width, vocab = 2, 3, 11
+    logits = torch.randn(bs * width, vocab, generator=torch.Generator().manual_seed(0))
+    emitted = torch.tensor([[1, 4, 7], [10, 0, 3]])
+    temperatures = torch.tensor([[1.0], [0.5]]) if not all_greedy else torch.ones(bs, 1)
+    batch = SimpleNamespace(
+        seq_lens=torch.tensor([5, 9]),
+        sampling_info=SimpleNamespace(is_all_greedy=all_greedy, temperatures=temperatures),
+        top_logprobs_nums=[2, 0],
+        token_ids_logprobs=[None, [3, 5]],
+    )
+    output = LogitsProcessorOutput(next_token_logits=logits.clone())
+
+    committed_logprobs(batch, output, emitted)
+
+    tempered = logits / temperatures.repeat_interleave(width, dim=0)
+    expected = torch.log_softmax(tempered, dim=-1).view(bs, width, vocab)
+    got = output.next_token_logprobs
+    assert torch.allclose(got, expected.gather(-1, emitted[..., None])[..., 0], atol=1e-6)
+    top = output.next_token_top_logprobs_idx  # one entry per (request, position)
+    assert [list(t) for t in top[:width]] == expected[0].topk(2).indices.tolist()
+    ids = output.next_token_token_ids_logprobs_val[width:]
+    assert torch.allclose(torch.stack([torch.as_tensor(v) for v in ids]), expected[1][:, [3, 5]], atol=1e-6)
 
 
 class HostArgs(SimpleNamespace):

@@ -19,10 +19,12 @@ pytest.importorskip("sglang.srt.layers.radix_attention", reason="needs the sglan
 from sglang.srt.model_executor.forward_batch_info import ForwardMode
 from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
 from sglang_fakes import TorchBlockAttention, TorchPool
+from tiny_grammars import allowed_tokens, constrained_greedy, tiny_grammar_factory
 
 from sglang_dflash import SamplingParams, save_drafter, spec_generate
 from sglang_dflash.checkpoint import read_state_dict
 from sglang_dflash.draft_model import DFlashDraftModel as ReferenceDrafter
+from sglang_dflash.grammar import BlockGrammar, apply_bitmask
 from sglang_dflash.serving.inject import ContextInjector
 from sglang_dflash.serving.model import DFlashDrafterForSGLang as SGLangDrafter
 from sglang_dflash.serving.worker import StepInputs, StepProfiler, decode_step
@@ -63,12 +65,20 @@ class MiniHost:
         out = self.target(torch.tensor([ids]), output_hidden_states=True)
         return out.logits[0], ReferenceDrafter.select_target_features(out.hidden_states, self.layer_ids)[0]
 
-    def prefill(self):
+    def prefill(self, grammars=None):
+        """Prefill every prompt; the first token is the target's greedy one, under its grammar if any."""
         bonus_tokens = []
         for r, prompt in enumerate(self.prompts):
             logits, feats = self.features(prompt)
             self.inject(feats, torch.arange(len(prompt)), self.req_to_token[r + 1, : len(prompt)])
-            bonus_tokens.append(int(logits[-1].argmax()))
+            last = logits[-1:].clone()
+            grammar = grammars[r] if grammars is not None else None
+            if grammar is not None:
+                mask = grammar.allocate_vocab_mask(vocab_size=last.shape[-1], batch_size=1, device="cpu")
+                grammar.fill_vocab_mask(mask, 0)
+                apply_bitmask(grammar, last, mask)
+                grammar.accept_token(int(last.argmax()))
+            bonus_tokens.append(int(last.argmax()))
         return torch.tensor(bonus_tokens)
 
     def draft(self, block, positions, seq_lens, out_cache_loc):
@@ -123,21 +133,27 @@ def make_case(kind, tiny_corpus, tiny_trained):
     return target, reference, PROMPTS
 
 
-def decode_with_the_worker_step(host, prompts, reference, max_new, widths=None):
+def decode_with_the_worker_step(
+    host, prompts, reference, max_new, widths=None, grammars=None, mask_drafts=False
+):
     """Drive :func:`decode_step` until every request has ``max_new`` tokens.
 
     ``widths`` (a cycle of verify widths, one per step) exercises the adaptive truncation; None
-    verifies whole blocks.  Returns the tokens and the per-step accept_lens of every request.
+    verifies whole blocks.  ``grammars`` (one per request) constrain decoding; like SGLang's result
+    processing, the test advances each grammar by the committed tokens after every step.  Returns
+    the tokens and the per-step accept_lens of every request.
     """
     block_size = reference.block_size
-    bonus_tokens = host.prefill()
+    vocab_size = host.target.config.get_text_config().vocab_size
+    bonus_tokens = host.prefill(grammars)
     tokens = [[int(t)] for t in bonus_tokens]
     accept_lens = [[] for _ in prompts]
     seq_lens = torch.tensor([len(p) for p in prompts])
     sampling = BatchSampling.from_params([SamplingParams()] * len(prompts))
     published = []
     step_count = 0
-    while any(len(t) < max_new for t in tokens):
+    finished = [False] * len(prompts)  # a grammar that terminated ends its request, as in SGLang
+    while any(len(t) < max_new and not done for t, done in zip(tokens, finished)):
         width = widths[step_count % len(widths)] if widths else None
         step_count += 1
         out_cache_loc = torch.cat(
@@ -152,6 +168,7 @@ def decode_with_the_worker_step(host, prompts, reference, max_new, widths=None):
                 mask_token_id=reference.mask_token_id,
                 sampling=sampling,
                 verify_width=width,
+                grammar=BlockGrammar.of_batch(grammars, vocab_size, mask_drafts),
             ),
             draft=functools.partial(host.draft, seq_lens=seq_lens, out_cache_loc=out_cache_loc),
             verify=lambda block, positions, slots: host.verify(block),
@@ -163,6 +180,14 @@ def decode_with_the_worker_step(host, prompts, reference, max_new, widths=None):
             committed = step.emitted[r, : int(step.accept_lens[r])].tolist()
             # The bonus token and the accepted drafts now have KV; the last committed token not yet.
             host.committed[r] += [int(bonus_tokens[r])] + committed[:-1]
+            if finished[r]:
+                continue
+            if grammars is not None and grammars[r] is not None:
+                for n, token in enumerate(committed):  # SGLang's _accept_grammar_tokens
+                    grammars[r].accept_token(token)
+                    if grammars[r].is_terminated():
+                        committed, finished[r] = committed[: n + 1], True
+                        break
             if len(tokens[r]) < max_new:
                 take = committed[: max_new - len(tokens[r])]
                 tokens[r] += take
@@ -218,6 +243,45 @@ def test_truncated_verify_widths_keep_greedy_output_and_the_draft_context_exact(
             assert 1 <= n <= widths[i % 4]
     # Truncated steps still accept drafts (the truncation is of the block, not of the drafting).
     assert any(n > 1 for row in accept_lens for i, n in enumerate(row) if widths[i % 4] in (2, 3))
+
+
+@pytest.mark.parametrize("mask_drafts", [False, True])
+@pytest.mark.parametrize("kind", ["partial-oracle", "trained"])
+@torch.no_grad()
+def test_grammar_constrained_steps_equal_constrained_greedy_decoding(
+    tmp_path, kind, mask_drafts, tiny_corpus, tiny_trained
+):
+    """Every block position is masked with the grammar state after the drafts before it: the output
+    is the target's own constrained greedy output, also where the grammar forbids the drafter's
+    favourite token ("6", token 7, in the oracle case) and for a request without a grammar."""
+    max_new = 20
+    target, reference, prompts = make_case(kind, tiny_corpus, tiny_trained)
+    regexes = ["[0-5a-f]+(,[0-9]+)*", None, "(yes|no|ok)(,[a-z0-57-9]+)+", "[a-z]+(,[0-9]+)*"][: len(prompts)]
+    make = tiny_grammar_factory(target.config.get_text_config().vocab_size)
+    unconstrained = spec_generate(target, reference, prompts, SamplingParams(max_new_tokens=max_new))
+    expected = [
+        constrained_greedy(target, list(p), make(rx), max_new) if rx else unconstrained.token_ids[r]
+        for r, (p, rx) in enumerate(zip(prompts, regexes))
+    ]
+
+    host = MiniHost(target, reference, prompts, tmp_path, use_triton=False)
+    grammars = [make(rx) if rx else None for rx in regexes]
+    tokens, accept_lens = decode_with_the_worker_step(
+        host, prompts, reference, max_new, grammars=grammars, mask_drafts=mask_drafts
+    )
+
+    assert tokens == expected
+    for r, rx in enumerate(regexes):
+        if rx is not None:
+            check = make(rx)
+            for token in tokens[r]:  # every committed token is one the grammar allowed
+                assert token in allowed_tokens(check, 64)
+                check.accept_token(token)
+    if kind == "partial-oracle":
+        assert all(7 not in tokens[r] for r, rx in enumerate(regexes) if rx)
+        assert unconstrained.token_ids[0].count(7) > 0  # unconstrained, the target does say "6"
+    if mask_drafts:
+        assert max(a for row in accept_lens for a in row) > 1  # allowed drafts get accepted
 
 
 class FakeEvent:

@@ -1,6 +1,6 @@
 """DFLASH on SGLang's CPU device (``--device cpu``, ``torch_native`` attention).
 
-SGLang 0.5.16 serves plain decoding on CPU, but three things stand between it and our DFLASH
+SGLang 0.5.16 serves plain decoding on CPU, but four things stand between it and our DFLASH
 worker there; this module fills them, and :mod:`.plugin` installs them as hooks:
 
 - **Server arguments**: the host's DFLASH handler refuses every device but CUDA.  For a CPU
@@ -11,6 +11,9 @@ worker there; this module fills them, and :mod:`.plugin` installs them as hooks:
   runs one block of ``block_size`` queries per request over [cached prefix ; block]: causal
   inside the block for the target's layers, bidirectional for the drafter's ``ENCODER_ONLY``
   layers, sliding windows honoured for causal layers.
+- **Grammar masks**: SGLang's xgrammar grammars mask logits on CUDA-like devices only and raise
+  on CPU tensors; :func:`sglang_dflash.grammar.apply_bitmask_on_cpu` (xgrammar's own CPU kernel)
+  masks them, so JSON-schema, regex and EBNF requests run on a CPU server (plain and DFLASH).
 - **Streams**: the overlap scheduler calls ``Tensor.record_stream`` on the relayed draft
   state; on a CPU tensor that raises, while stream lifetimes mean nothing there.
   :func:`allow_record_stream_on_cpu` makes it a no-op for CPU tensors only.

@@ -14,8 +14,9 @@ decode KV reservation through ``spec_info.prepare_for_decode``).  The hooks:
 - ``scheduler.validate_dflash_request`` (REPLACE): which request options we support;
 - ``DecodeCudaGraphRunner.get_spec_info`` and ``spec_info.create_dummy_verify_input`` (AROUND):
   capture graphs with our block input;
-- ``speculative_hook._handle_dflash`` and ``TorchNativeAttnBackend.forward_extend`` (AROUND):
-  DFLASH on SGLang's CPU device (:mod:`.cpu_backend`);
+- ``speculative_hook._handle_dflash``, ``TorchNativeAttnBackend.forward_extend`` and
+  ``XGrammarGrammar.apply_vocab_mask`` (AROUND): DFLASH and grammars on SGLang's CPU device
+  (:mod:`.cpu_backend`);
 - the model registry entry for ``DFlashDraftModel`` -> :class:`~.model.DFlashDrafterForSGLang`.
 
 ``SGLANG_DFLASH_IMPL=builtin`` leaves all of that out and runs SGLang's built-in DFLASH (for
@@ -45,6 +46,7 @@ GRAPH_SPEC_INFO = (
 DUMMY_VERIFY = "sglang.srt.speculative.spec_info.create_dummy_verify_input"
 HANDLE_DFLASH = "sglang.srt.arg_groups.speculative_hook._handle_dflash"
 TORCH_NATIVE_EXTEND = "sglang.srt.layers.attention.torch_native_backend.TorchNativeAttnBackend.forward_extend"
+XGRAMMAR_APPLY = "sglang.srt.constrained.xgrammar_backend.XGrammarGrammar.apply_vocab_mask"
 
 
 class DFlashPluginError(BaseException):
@@ -108,6 +110,14 @@ def _torch_native_forward_extend(original, self, *args, **kwargs):
     return torch_native_forward_extend(original, self, *args, **kwargs)
 
 
+def _xgrammar_apply_vocab_mask(original, self, logits, vocab_mask):
+    from ..grammar import apply_bitmask_on_cpu
+
+    if logits.device.type != "cpu":
+        return original(self, logits=logits, vocab_mask=vocab_mask)
+    return apply_bitmask_on_cpu(logits, vocab_mask)
+
+
 def _resolve_aux_hidden_state(
     original, *, config, server_args, model_config, spec_algorithm, is_draft_worker
 ):
@@ -165,6 +175,7 @@ OUR_HOOKS = (
     (DUMMY_VERIFY, _dummy_verify, "AROUND"),
     (HANDLE_DFLASH, _handle_dflash, "AROUND"),
     (TORCH_NATIVE_EXTEND, _torch_native_forward_extend, "AROUND"),
+    (XGRAMMAR_APPLY, _xgrammar_apply_vocab_mask, "AROUND"),
 )
 
 

@@ -228,8 +228,6 @@ NEUTRAL_SAMPLING_PARAMS = (
     ("repetition_penalty", 1.0),
     ("min_new_tokens", 0),
 )
-# Sampling options that constrain decoding with a grammar, which the verify step does not apply.
-GRAMMAR_SAMPLING_PARAMS = ("json_schema", "regex", "ebnf", "structural_tag")
 # How much of a long request value (a schema, a processor) an abort message quotes.
 QUOTED_CHARS = 80
 
@@ -248,27 +246,7 @@ def unsupported_request_option(req: Req, enable_overlap: bool) -> str | None:
             "empty (0 tokens)",
             "at least one token (a speculative step needs a last prompt token to draft from)",
         )
-    if getattr(req, "return_logprob", False):
-        return _refusal(
-            "return_logprob",
-            True,
-            "False (log probabilities are not returned with DFLASH speculative decoding yet)",
-        )
     params = getattr(req, "sampling_params", None)
-    for name in GRAMMAR_SAMPLING_PARAMS:
-        value = getattr(params, name, None)
-        if value is not None:
-            return _refusal(
-                f"sampling_params.{name}",
-                repr(str(value)[:QUOTED_CHARS]),
-                "None (grammar-constrained decoding is not supported with DFLASH speculative decoding yet)",
-            )
-    if getattr(req, "return_hidden_states", False):
-        return _refusal(
-            "return_hidden_states",
-            True,
-            "False (hidden states are not returned with DFLASH speculative decoding yet)",
-        )
     for name, neutral in NEUTRAL_SAMPLING_PARAMS:
         value = getattr(params, name, None)
         if value is not None and value != neutral:

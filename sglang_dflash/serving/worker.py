@@ -41,7 +41,9 @@ from sglang.srt.speculative.base_spec_worker import BaseSpecWorker
 from .. import speculative as spec
 from ..adaptive import ADAPTIVE_ATTR, AdaptiveConfig, VerifyWidthPolicy
 from ..config import DFlashConfig
+from ..grammar import BlockGrammar
 from .inject import ContextInjector
+from .outputs import FinalHiddenStates, committed_logprobs
 from .spec_inputs import DFlashBlockInput, DFlashDraftInput
 
 logger = logging.getLogger(__name__)
@@ -144,6 +146,8 @@ class StepInputs:
     # Block positions the target verifies (the bonus token + verify_width - 1 drafts); the drafter
     # drafts the whole block whenever verify_width > 1 and does not run at 1 (plain decoding).
     verify_width: int | None = None
+    # The grammars of constrained requests (JSON schema, regex, EBNF, structural tag), or None.
+    grammar: BlockGrammar | None = None
 
 
 @dataclasses.dataclass
@@ -159,6 +163,8 @@ class StepResult:
 
 # ---------------------------------------------------------------------------- profiling
 PROFILE_ENV = "SGLANG_DFLASH_PROFILE"
+# "1": constrained requests choose their drafts under the grammar too (see sglang_dflash.grammar).
+MASK_DRAFTS_ENV = "SGLANG_DFLASH_MASK_DRAFTS"
 
 
 class PhaseProfiler(Protocol):
@@ -258,7 +264,7 @@ def decode_step(
     ``publish(new_seq_lens)`` lets the host schedule the next step.
     """
     bs, block_size, sampling = inputs.seq_lens.shape[0], inputs.block_size, inputs.sampling
-    width = inputs.verify_width or block_size
+    width, grammar = inputs.verify_width or block_size, inputs.grammar
     positions = spec.block_positions(inputs.seq_lens, block_size)  # [bs, block_size]
     block = spec.build_block(inputs.bonus_tokens.to(torch.long), block_size, inputs.mask_token_id)
 
@@ -267,16 +273,23 @@ def decode_step(
         drafts, draft_probs = block[:, 1:1], None  # width 1: no drafts, plain decoding
         if width > 1:
             draft_logits = draft(block, positions.reshape(-1)).view(bs, block_size, -1)[:, 1:width]
-            drafts, draft_probs = spec.draft_tokens(draft_logits, sampling)
+            if grammar is not None and grammar.mask_drafts:
+                drafts, draft_probs = grammar.draft(draft_logits, sampling)
+            else:
+                drafts, draft_probs = spec.draft_tokens(draft_logits, sampling)
 
     with profiler.phase("verify_ms"):
         # The target scores [bonus token, drafts] in one causal pass and captures context features.
         verify_positions = positions[:, :width].reshape(-1)
         slots = verify_slots(inputs.out_cache_loc, bs, width)
-        target_logits, hidden = verify(torch.cat([block[:, :1], drafts], dim=1), verify_positions, slots)
+        tokens = torch.cat([block[:, :1], drafts], dim=1)
+        target_logits, hidden = verify(tokens, verify_positions, slots)
+        target_logits = target_logits.view(bs, width, -1)
+        if grammar is not None:
+            # In place: the host's logprobs read these logits, as plain decoding's read masked ones.
+            grammar.mask_target(tokens, target_logits)
 
     with profiler.phase("accept_inject_ms"):
-        target_logits = target_logits.view(bs, width, -1)
         num_correct_drafts, emitted = spec.accept(drafts, draft_probs, target_logits, sampling)
         accept_lens = (num_correct_drafts + 1).to(torch.int32)
         new_seq_lens = inputs.seq_lens + accept_lens
@@ -334,6 +347,8 @@ class DFlashWorker(BaseSpecWorker):
         self.mask_token_id = self.dflash.mask_token_id
         self.injector: ContextInjector | None = None
         self.width_policy = adaptive_policy(server_args, self.block_size)
+        self.final_hidden = FinalHiddenStates(target_worker.model_runner)
+        self.mask_drafts = os.environ.get(MASK_DRAFTS_ENV, "0") == "1"
         profile = os.environ.get(PROFILE_ENV)
         self.profiler = StepProfiler(profile) if profile and torch.cuda.is_available() else NO_PROFILER
         logger.info(
@@ -379,9 +394,10 @@ class DFlashWorker(BaseSpecWorker):
         return self._decode(batch, on_publish)
 
     def _prefill(self, batch, on_publish) -> GenerationBatchResult:
-        result = self.target_worker.forward_batch_generation(
-            batch, capture_hidden_mode=CaptureHiddenMode.FULL
-        )
+        with self.final_hidden.collect(batch.return_hidden_states) as final_hidden:
+            result = self.target_worker.forward_batch_generation(
+                batch, capture_hidden_mode=CaptureHiddenMode.FULL
+            )
         result.new_seq_lens = batch.seq_lens
         if on_publish is not None:
             on_publish(result.new_seq_lens)
@@ -394,7 +410,8 @@ class DFlashWorker(BaseSpecWorker):
                 [torch.arange(p, p + n) for p, n in zip(batch.prefix_lens, batch.extend_lens)]
             )
             self.injector(hidden, positions.to(self.device, non_blocking=True), batch.out_cache_loc)
-        result.logits_output.hidden_states = None  # aux features are not the model's hidden states
+        # The aux features are not the model's hidden states: the host gets the final ones, if asked.
+        result.logits_output.hidden_states = final_hidden.get()
         result.next_draft_input = DFlashDraftInput(result.next_token_ids, self.block_size)
         return result
 
@@ -453,15 +470,23 @@ class DFlashWorker(BaseSpecWorker):
                 CaptureHiddenMode.FULL,
                 width,
             )
-            passes.verify_result = self.target_worker.forward_batch_generation(
-                batch=None, forward_batch=passes.verify_batch, is_verify=True
-            )
+            with self.final_hidden.collect(batch.return_hidden_states) as final_hidden:
+                passes.verify_result = self.target_worker.forward_batch_generation(
+                    batch=None, forward_batch=passes.verify_batch, is_verify=True
+                )
             logits_output = passes.verify_result.logits_output
             apply_logit_bias(logits_output.next_token_logits, sampling_info, width)
-            # The captured aux features feed the drafter only; the host never sees them.
-            hidden, logits_output.hidden_states = logits_output.hidden_states, None
+            # The captured aux features feed the drafter only; the host sees the final hidden
+            # states of the verified rows when a request asked for them (``stride = width``).
+            hidden, logits_output.hidden_states = logits_output.hidden_states, final_hidden.get()
             return logits_output.next_token_logits, hidden
 
+        # ForwardBatch.init_new refreshes sampling_info.grammars only later, in the passes.
+        grammar = BlockGrammar.of_batch(
+            [req.grammar for req in batch.reqs] if batch.has_grammar else None,
+            sampling_info.vocab_size,
+            mask_drafts=self.mask_drafts,
+        )
         started = time.perf_counter()
         step = decode_step(
             StepInputs(
@@ -472,6 +497,7 @@ class DFlashWorker(BaseSpecWorker):
                 mask_token_id=self.mask_token_id,
                 sampling=batch_sampling(sampling_info, bs),
                 verify_width=width,
+                grammar=grammar,
             ),
             draft=draft,
             verify=verify,
@@ -484,8 +510,11 @@ class DFlashWorker(BaseSpecWorker):
             self.width_policy.observe(
                 bs, width, time.perf_counter() - started, step.num_correct_drafts.tolist()
             )
+        logits_output = passes.verify_result.logits_output
+        if batch.return_logprob:
+            committed_logprobs(batch, logits_output, step.emitted)
         return GenerationBatchResult(
-            logits_output=passes.verify_result.logits_output,
+            logits_output=logits_output,
             next_token_ids=step.emitted.reshape(-1).to(torch.int32),
             accept_lens=step.accept_lens,
             # The host slices each request's tokens by this stride; with the policy it is the width.

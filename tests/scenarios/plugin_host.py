@@ -75,12 +75,24 @@ def speculative_workers(target: str, draft: str) -> dict[str, Any]:
     )
 
 
-def logprob_request_refusal() -> str | None:
-    """What the scheduler answers a DFLASH request that asks for logprobs."""
+def request_verdicts() -> dict[str, str | None]:
+    """What the scheduler's DFLASH request check answers: logprobs, a grammar and hidden states
+    pass (None); a penalty is refused with a message."""
     from sglang.srt.managers import scheduler
 
-    request = SimpleNamespace(return_logprob=True, sampling_params=None, return_hidden_states=False)
-    return scheduler.validate_dflash_request(request, True)
+    def request(**fields) -> SimpleNamespace:
+        base = dict(return_logprob=False, sampling_params=None, return_hidden_states=False)
+        return SimpleNamespace(**{**base, **fields})
+
+    grammar = SimpleNamespace(json_schema='{"type": "object"}')
+    return {
+        "logprobs": scheduler.validate_dflash_request(request(return_logprob=True), True),
+        "grammar": scheduler.validate_dflash_request(request(sampling_params=grammar), True),
+        "hidden states": scheduler.validate_dflash_request(request(return_hidden_states=True), True),
+        "penalty": scheduler.validate_dflash_request(
+            request(sampling_params=SimpleNamespace(frequency_penalty=0.5)), True
+        ),
+    }
 
 
 def check_server_args(target: str, draft: str) -> int:
@@ -133,7 +145,7 @@ CHECKS: dict[str, Callable[..., Any]] = {
     for check in (
         server_args,
         speculative_workers,
-        logprob_request_refusal,
+        request_verdicts,
         check_server_args,
         capture_layers,
         drafter_dtype_host_auto,

@@ -1,0 +1,92 @@
+"""What a DFLASH step hands back to SGLang for a request beyond its tokens: logprobs and hidden states.
+
+- **Logprobs** (``return_logprob``, ``top_logprobs_num``, ``token_ids_logprob``):
+  :func:`committed_logprobs` fills the verify pass's ``LogitsProcessorOutput`` with the host's own
+  ``compute_spec_v2_logprobs`` (EAGLE v2 uses it), for every block position; the host reads the
+  first ``accept_lens`` of each request.  Row ``j`` of a request's verified logits is the target's
+  distribution for its committed token ``j`` (an accepted draft or the target's own token), after
+  ``logit_bias`` and the grammar mask, tempered as plain decoding tempers it: so each committed
+  token gets exactly the logprob plain decoding reports for it.  Prefill (input logprobs and the
+  first token's) is the host's plain prefill.
+- **Hidden states** (``return_hidden_states``, server flag ``--enable-return-hidden-states``):
+  under DFLASH the target's logits processor stores the captured context layers in its
+  ``hidden_states`` output (they feed the drafter), so :class:`FinalHiddenStates` takes the
+  target's final hidden states where the model hands them to its logits processor.  A CUDA graph
+  replay runs no Python hooks, so a pass that collects them runs eagerly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+
+
+def committed_logprobs(batch, logits_output, emitted: torch.Tensor) -> None:
+    """Logprobs of every block position's token of ``emitted`` [bs, width] into ``logits_output``.
+
+    ``logits_output.next_token_logits`` [bs * width, V] must already carry ``logit_bias`` and the
+    grammar mask (the worker applies both in place before accepting).
+    """
+    from sglang.srt.layers.logprob_processor import compute_spec_v2_logprobs
+
+    bs, width = emitted.shape
+    every_position = torch.arange(bs * width, device=emitted.device).view(bs, width)
+    compute_spec_v2_logprobs(batch, logits_output, emitted.reshape(-1), every_position, width - 1)
+
+
+class CollectedHidden:
+    """The hidden states one forward handed to the target's logits processor (or nothing, if off)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.value: torch.Tensor | None = None
+
+    def hook(self, module, args, kwargs) -> None:
+        """Forward pre-hook: ``logits_processor(input_ids, hidden_states, lm_head, batch, aux)``."""
+        self.value = kwargs["hidden_states"] if "hidden_states" in kwargs else args[1]
+
+    def get(self) -> torch.Tensor | None:
+        """The final hidden states [num_tokens, H] when collecting, else None."""
+        if self.enabled and self.value is None:
+            raise RuntimeError(
+                "sglang-dflash: the target's final hidden states are None; expected the tensor its "
+                "logits processor received (return_hidden_states)"
+            )
+        return self.value
+
+
+class FinalHiddenStates:
+    """Collects the target's final hidden states of a forward for requests that asked for them."""
+
+    GRAPH_RUNNERS = ("decode_cuda_graph_runner", "prefill_cuda_graph_runner")
+
+    def __init__(self, model_runner) -> None:
+        self.runner = model_runner
+
+    @contextlib.contextmanager
+    def collect(self, enabled: bool) -> Iterator[CollectedHidden]:
+        """Within the block, the target's forward hands its final hidden states to the result.
+
+        Off (``enabled=False``) it changes nothing; on, the forward runs eagerly (no graph replay)
+        with a pre-hook on the target's logits processor.
+        """
+        collected = CollectedHidden(enabled)
+        if not enabled:
+            yield collected
+            return
+        handle = self.runner.model.logits_processor.register_forward_pre_hook(
+            collected.hook, with_kwargs=True
+        )
+        graphs = {name: getattr(self.runner, name, None) for name in self.GRAPH_RUNNERS}
+        for name, runner in graphs.items():
+            if runner is not None:
+                setattr(self.runner, name, None)
+        try:
+            yield collected
+        finally:
+            handle.remove()
+            for name, runner in graphs.items():
+                if runner is not None:
+                    setattr(self.runner, name, runner)
