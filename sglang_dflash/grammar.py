@@ -10,10 +10,11 @@ forbids and choose its own token from the allowed ones, so greedy output is the 
 constrained greedy output and sampled output keeps the constrained target's distribution.  The
 committed tokens advance the grammar exactly once, in the host's result processing.
 
-With ``mask_drafts`` the drafter's choices are constrained too: position ``j``'s draft is chosen
-from the drafter's logits under row ``j - 1``'s mask, so every draft is one the grammar allows and
-the verify masks are the rows filled while drafting (no second walk).  Drafts become sequential
-on the host (one device read per position), which is why it is a choice, measured in the README.
+With ``mask_drafts`` (the worker's default) the drafter's choices are constrained too: position
+``j``'s draft is chosen from the drafter's logits under row ``j - 1``'s mask, so every draft is one
+the grammar allows and the verify masks are the rows filled while drafting (no second walk).
+Drafts become sequential on the host (one device read per position); measured on JSON-schema
+prompts it raises tau (1.05 -> 1.30 with the first CPU drafter, README "Request options").
 
 Grammar objects are SGLang's (``BaseGrammarObject``: ``accept_token``, ``rollback``,
 ``is_terminated``, ``allocate_vocab_mask``, ``fill_vocab_mask``, ``apply_vocab_mask``); this
@@ -80,7 +81,7 @@ class BlockGrammar:
     all-allowed (nothing after them is committed by the grammar's request).
     """
 
-    def __init__(self, grammars: Sequence[Grammar | None], vocab_size: int, mask_drafts: bool = False):
+    def __init__(self, grammars: Sequence[Grammar | None], vocab_size: int, mask_drafts: bool = True):
         self.grammars = list(grammars)
         self.first = next((g for g in self.grammars if g is not None), None)
         if self.first is None:
@@ -91,7 +92,7 @@ class BlockGrammar:
 
     @staticmethod
     def of_batch(
-        grammars: Sequence[Grammar | None] | None, vocab_size: int, mask_drafts: bool = False
+        grammars: Sequence[Grammar | None] | None, vocab_size: int, mask_drafts: bool = True
     ) -> BlockGrammar | None:
         """The step's grammar walk, or None when no live request of the batch has a grammar."""
         if not grammars or all(g is None for g in grammars):

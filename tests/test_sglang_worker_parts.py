@@ -433,3 +433,20 @@ def test_sampled_acceptance_stays_within_its_stated_peak_memory(monkeypatch):
         spec.accept(drafts, draft_probs, target_logits, sampling)
 
     assert peak_allocated_bytes(sampled_step) <= spec.sampling_peak_bytes(bs, block_size, vocab)
+
+
+@pytest.mark.parametrize("value, expected", [(None, True), ("1", True), ("0", False), ("yes", None)])
+def test_masked_drafts_are_the_default_and_a_bad_switch_value_is_refused(monkeypatch, value, expected):
+    from sglang_dflash.serving.worker import MASK_DRAFTS_ENV, mask_drafts_setting
+
+    if value is None:
+        monkeypatch.delenv(MASK_DRAFTS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(MASK_DRAFTS_ENV, value)
+    if expected is None:
+        with pytest.raises(
+            ValueError, match=r"SGLANG_DFLASH_MASK_DRAFTS is 'yes'; expected '1' \(default\) or '0'"
+        ):
+            mask_drafts_setting()
+    else:
+        assert mask_drafts_setting() is expected

@@ -11,6 +11,10 @@ legend: :mod:`sglang_dflash.speculative`)::
     publish  = on_publish(seq_len + accept_lens)                   (the next step may schedule)
     inject   = target hidden of the verified rows -> draft K/V at their slots
 
+Constrained requests (JSON schema, regex, EBNF) mask every verified position with the grammar
+state after the drafts before it (:class:`sglang_dflash.grammar.BlockGrammar`, optionally the drafts
+too); logprobs and final hidden states are filled for the host by :mod:`.outputs`.
+
 Rows past a request's accepted prefix sit beyond its new ``seq_len``: the next block writes its
 own K/V over them before anything reads them, so no per-row gather is needed.  Prefill runs the
 target with FULL capture and injects every extended token; the drafter does not run.
@@ -163,8 +167,17 @@ class StepResult:
 
 # ---------------------------------------------------------------------------- profiling
 PROFILE_ENV = "SGLANG_DFLASH_PROFILE"
-# "1": constrained requests choose their drafts under the grammar too (see sglang_dflash.grammar).
+# Constrained requests choose their drafts under the grammar too ("1", default) or freely ("0").
 MASK_DRAFTS_ENV = "SGLANG_DFLASH_MASK_DRAFTS"
+
+
+def mask_drafts_setting() -> bool:
+    """``SGLANG_DFLASH_MASK_DRAFTS``: on unless "0" (masked drafts raise tau on JSON-schema
+    prompts, see README "Request options"); any other value than "0" / "1" is refused."""
+    value = os.environ.get(MASK_DRAFTS_ENV, "1").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"sglang-dflash: {MASK_DRAFTS_ENV} is {value!r}; expected '1' (default) or '0'")
+    return value == "1"
 
 
 class PhaseProfiler(Protocol):
@@ -261,7 +274,9 @@ def decode_step(
     ``verify(tokens, positions, slots)`` -> (target logits [bs * width, V], captured target hidden
     [bs * width, K*H]) for the first ``width = verify_width`` block positions, at those KV slots;
     ``inject(hidden, positions, slots)`` writes the context K/V of those rows into the draft pool;
-    ``publish(new_seq_lens)`` lets the host schedule the next step.
+    ``publish(new_seq_lens)`` lets the host schedule the next step.  With ``inputs.grammar`` the
+    target's logits are masked in place before acceptance (and the drafts chosen under the grammar
+    when it masks drafts).
     """
     bs, block_size, sampling = inputs.seq_lens.shape[0], inputs.block_size, inputs.sampling
     width, grammar = inputs.verify_width or block_size, inputs.grammar
@@ -348,7 +363,7 @@ class DFlashWorker(BaseSpecWorker):
         self.injector: ContextInjector | None = None
         self.width_policy = adaptive_policy(server_args, self.block_size)
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
-        self.mask_drafts = os.environ.get(MASK_DRAFTS_ENV, "0") == "1"
+        self.mask_drafts = mask_drafts_setting()
         profile = os.environ.get(PROFILE_ENV)
         self.profiler = StepProfiler(profile) if profile and torch.cuda.is_available() else NO_PROFILER
         logger.info(
