@@ -91,11 +91,16 @@ def ask_all(server, chosen) -> dict[str, dict]:
     return results
 
 
-def openai_chat(server) -> dict:
+def openai_replies(server) -> dict:
+    """An OpenAI chat completion with logprobs and a JSON-schema response format, and a text
+    completion with logprobs."""
     import openai
 
     client = openai.OpenAI(base_url=server.base + "/v1", api_key="none")
-    reply = client.chat.completions.create(
+    completion = client.completions.create(
+        model="default", prompt="def fibonacci(n):", max_tokens=32, temperature=0, logprobs=3
+    )
+    chat = client.chat.completions.create(
         model="default",
         messages=[{"role": "user", "content": "Describe a made-up person (name, age, city) as JSON."}],
         max_tokens=64,
@@ -104,7 +109,7 @@ def openai_chat(server) -> dict:
         top_logprobs=3,
         response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON_SCHEMA}},
     )
-    return reply.model_dump()
+    return {"chat": chat.model_dump(), "completion": completion.model_dump()}
 
 
 def sampled_with_logprobs(server, prompts) -> list[tuple[list[int], dict]]:
@@ -129,7 +134,7 @@ def plain(smollm2, prompts, tokenizer, tmp_path_factory) -> dict:
     try:
         return {
             "native": ask_all(server, requests_of_this_module(prompts, tokenizer)),
-            "openai": openai_chat(server),
+            "openai": openai_replies(server),
         }
     finally:
         server.shutdown()
@@ -141,7 +146,7 @@ def dflash(smollm2, drafter, prompts, tokenizer, plain, tmp_path_factory) -> dic
     try:
         return {
             "native": ask_all(server, requests_of_this_module(prompts, tokenizer)),
-            "openai": openai_chat(server),
+            "openai": openai_replies(server),
             "sampled": sampled_with_logprobs(server, prompts),
             "log": server.log_tail(1_000_000),
         }
@@ -225,7 +230,7 @@ def test_a_plain_request_beside_them_is_unchanged(plain, dflash):
 
 
 def test_openai_chat_with_logprobs_and_response_format(plain, dflash):
-    got, expected = dflash["openai"]["choices"][0], plain["openai"]["choices"][0]
+    got, expected = dflash["openai"]["chat"]["choices"][0], plain["openai"]["chat"]["choices"][0]
     assert got["message"]["content"] == expected["message"]["content"]
     json.loads(got["message"]["content"])
     tokens, ref_tokens = got["logprobs"]["content"], expected["logprobs"]["content"]
@@ -233,3 +238,13 @@ def test_openai_chat_with_logprobs_and_response_format(plain, dflash):
     assert_close([t["logprob"] for t in tokens], [t["logprob"] for t in ref_tokens], LOGPROB_ATOL)
     for top, ref_top in zip(tokens, ref_tokens):
         assert {t["token"] for t in top["top_logprobs"]} == {t["token"] for t in ref_top["top_logprobs"]}
+
+
+def test_openai_completion_logprobs_equal_plain_decoding(plain, dflash):
+    got = dflash["openai"]["completion"]["choices"][0]
+    expected = plain["openai"]["completion"]["choices"][0]
+    assert got["text"] == expected["text"]
+    assert got["logprobs"]["tokens"] == expected["logprobs"]["tokens"]
+    assert_close(got["logprobs"]["token_logprobs"], expected["logprobs"]["token_logprobs"], LOGPROB_ATOL)
+    for top, ref_top in zip(got["logprobs"]["top_logprobs"], expected["logprobs"]["top_logprobs"]):
+        assert set(top) == set(ref_top)
