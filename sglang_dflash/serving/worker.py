@@ -53,6 +53,19 @@ from .spec_inputs import DFlashBlockInput, DFlashDraftInput
 logger = logging.getLogger(__name__)
 
 
+# Constrained requests choose their drafts under the grammar too ("1", default) or freely ("0").
+MASK_DRAFTS_ENV = "SGLANG_DFLASH_MASK_DRAFTS"
+
+
+def mask_drafts_setting() -> bool:
+    """``SGLANG_DFLASH_MASK_DRAFTS``: on unless "0" (masked drafts raise tau on JSON-schema
+    prompts, see README "Request options"); any other value than "0" / "1" is refused."""
+    value = os.environ.get(MASK_DRAFTS_ENV, "1").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"sglang-dflash: {MASK_DRAFTS_ENV} is {value!r}; expected '1' (default) or '0'")
+    return value == "1"
+
+
 def batch_sampling(sampling_info, bs: int) -> spec.BatchSampling:
     """SGLang's per-request sampling tensors in our conventions (greedy = temperature 0).
 
@@ -167,17 +180,6 @@ class StepResult:
 
 # ---------------------------------------------------------------------------- profiling
 PROFILE_ENV = "SGLANG_DFLASH_PROFILE"
-# Constrained requests choose their drafts under the grammar too ("1", default) or freely ("0").
-MASK_DRAFTS_ENV = "SGLANG_DFLASH_MASK_DRAFTS"
-
-
-def mask_drafts_setting() -> bool:
-    """``SGLANG_DFLASH_MASK_DRAFTS``: on unless "0" (masked drafts raise tau on JSON-schema
-    prompts, see README "Request options"); any other value than "0" / "1" is refused."""
-    value = os.environ.get(MASK_DRAFTS_ENV, "1").strip()
-    if value not in ("0", "1"):
-        raise ValueError(f"sglang-dflash: {MASK_DRAFTS_ENV} is {value!r}; expected '1' (default) or '0'")
-    return value == "1"
 
 
 class PhaseProfiler(Protocol):
