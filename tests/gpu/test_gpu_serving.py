@@ -231,6 +231,7 @@ def server(pairs, workdir):
             "0.4",
             "--disable-radix-cache",
             "--enable-metrics",
+            "--enable-return-hidden-states",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -267,6 +268,62 @@ def test_openai_chat_streaming_and_not(server):
         "equal": text == streamed,
     }
     assert text and streamed and full.usage.completion_tokens > 0
+
+
+def generate(base: str, body: dict) -> dict:
+    import requests
+
+    reply = requests.post(base + "/generate", json=body, timeout=600)
+    assert reply.status_code == 200, reply.text[:500]
+    return reply.json()
+
+
+def test_logprobs_grammar_and_hidden_states_on_gpu(server):
+    """Committed tokens' logprobs equal the target's own (its prefill over the same tokens, bf16
+    tolerance), JSON-schema output parses, hidden states come one row per token."""
+    base, _, _ = server
+    prompt = list(range(100, 140))
+    got = generate(
+        base,
+        {
+            "input_ids": prompt,
+            "sampling_params": {"temperature": 0, "max_new_tokens": 48},
+            "return_logprob": True,
+            "top_logprobs_num": 5,
+        },
+    )
+    forced = generate(
+        base,
+        {
+            "input_ids": prompt + got["output_ids"],
+            "sampling_params": {"temperature": 0, "max_new_tokens": 1},
+            "return_logprob": True,
+            "logprob_start_len": len(prompt) - 1,
+        },
+    )
+    reported = [v for v, _, _ in got["meta_info"]["output_token_logprobs"]]
+    teacher_forced = [v for v, _, _ in forced["meta_info"]["input_token_logprobs"][1:]]
+    worst = max(abs(a - b) for a, b in zip(reported, teacher_forced))
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    person = generate(
+        base,
+        {
+            "text": "Describe a person as JSON.",
+            "sampling_params": {"temperature": 0, "max_new_tokens": 64, "json_schema": json.dumps(schema)},
+        },
+    )
+    hidden = generate(
+        base,
+        {
+            "input_ids": prompt,
+            "sampling_params": {"temperature": 0, "max_new_tokens": 16},
+            "return_hidden_states": True,
+        },
+    )
+    SUMMARY["request options"] = {"logprob_max_gap": worst, "json": person["text"][:80]}
+    assert len(reported) == len(got["output_ids"]) and worst < 0.1, worst
+    json.loads(person["text"])
+    assert len(hidden["meta_info"]["hidden_states"]) == len(hidden["output_ids"])
 
 
 def test_abort_mid_generation_keeps_the_kv_pool_balanced(server):
