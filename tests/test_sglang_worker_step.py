@@ -19,12 +19,12 @@ pytest.importorskip("sglang.srt.layers.radix_attention", reason="needs the sglan
 from sglang.srt.model_executor.forward_batch_info import ForwardMode
 from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
 from sglang_fakes import TorchBlockAttention, TorchPool
-from tiny_grammars import allowed_tokens, constrained_greedy, tiny_grammar_factory
+from tiny_grammars import allowed_tokens, constrained_greedy, grammar_argmax, tiny_grammar_factory
 
 from sglang_dflash import SamplingParams, save_drafter, spec_generate
 from sglang_dflash.checkpoint import read_state_dict
 from sglang_dflash.draft_model import DFlashDraftModel as ReferenceDrafter
-from sglang_dflash.grammar import BlockGrammar, apply_bitmask
+from sglang_dflash.grammar import BlockGrammar
 from sglang_dflash.serving.inject import ContextInjector
 from sglang_dflash.serving.model import DFlashDrafterForSGLang as SGLangDrafter
 from sglang_dflash.serving.worker import StepInputs, StepProfiler, decode_step
@@ -71,14 +71,12 @@ class MiniHost:
         for r, prompt in enumerate(self.prompts):
             logits, feats = self.features(prompt)
             self.inject(feats, torch.arange(len(prompt)), self.req_to_token[r + 1, : len(prompt)])
-            last = logits[-1:].clone()
             grammar = grammars[r] if grammars is not None else None
-            if grammar is not None:
-                mask = grammar.allocate_vocab_mask(vocab_size=last.shape[-1], batch_size=1, device="cpu")
-                grammar.fill_vocab_mask(mask, 0)
-                apply_bitmask(grammar, last, mask)
-                grammar.accept_token(int(last.argmax()))
-            bonus_tokens.append(int(last.argmax()))
+            if grammar is None:
+                bonus_tokens.append(int(logits[-1].argmax()))
+            else:
+                bonus_tokens.append(grammar_argmax(grammar, logits[-1]))
+                grammar.accept_token(bonus_tokens[-1])
         return torch.tensor(bonus_tokens)
 
     def draft(self, block, positions, seq_lens, out_cache_loc):

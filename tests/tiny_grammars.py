@@ -55,18 +55,22 @@ def allowed_tokens(grammar, vocab_size: int) -> set[int]:
     return {t for t in range(vocab_size) if (int(mask[0, t // 32]) >> (t % 32)) & 1}
 
 
-def constrained_greedy(target, prompt: list[int], grammar, max_new: int) -> list[int]:
-    """Plain greedy decoding of a Hugging Face target under a grammar (the grammar is advanced)."""
+def grammar_argmax(grammar, logits: torch.Tensor) -> int:
+    """The most likely token of ``logits`` [V] that the grammar allows next (the grammar is not advanced)."""
     from sglang_dflash.grammar import apply_bitmask
 
-    vocab_size = target.config.get_text_config().vocab_size
+    masked = logits[None].clone()
+    mask = grammar.allocate_vocab_mask(vocab_size=masked.shape[-1], batch_size=1, device="cpu")
+    grammar.fill_vocab_mask(mask, 0)
+    apply_bitmask(grammar, masked, mask)
+    return int(masked.argmax())
+
+
+def constrained_greedy(target, prompt: list[int], grammar, max_new: int) -> list[int]:
+    """Plain greedy decoding of a Hugging Face target under a grammar (the grammar is advanced)."""
     tokens: list[int] = []
     for _ in range(max_new):
-        logits = target(torch.tensor([prompt + tokens])).logits[0, -1:].clone()
-        mask = grammar.allocate_vocab_mask(vocab_size=vocab_size, batch_size=1, device="cpu")
-        grammar.fill_vocab_mask(mask, 0)
-        apply_bitmask(grammar, logits, mask)
-        token = int(logits.argmax())
+        token = grammar_argmax(grammar, target(torch.tensor([prompt + tokens])).logits[0, -1])
         grammar.accept_token(token)
         tokens.append(token)
         if grammar.is_terminated():
