@@ -175,6 +175,7 @@ def _add_train(sub) -> None:
         "log_every",
         "num_chunks",
         "heldout",
+        "heldout_among",
         "eval_every",
         "snapshot_every",
         "threads",
@@ -186,6 +187,11 @@ def _add_train(sub) -> None:
     p.add_argument("--mask-token", default=None, help="the mask token's string, recorded in dflash_config")
     p.add_argument("--device", default=defaults.device)
     p.add_argument("--no-init-from-target", dest="init_from_target", action="store_false")
+    p.add_argument(
+        "--init-drafter",
+        default=None,
+        help="start from this drafter's weights (same shape; a warm restart with a new schedule)",
+    )
     p.add_argument("--no-resume", dest="resume", action="store_false")
     p.add_argument(
         "--sample-positions",

@@ -140,6 +140,23 @@ def test_init_from_target_copies_matching_layers():
     )
 
 
+def test_warm_start_begins_from_the_earlier_drafter_and_refuses_another_shape(corpus, trained, tmp_path):
+    target, path, _ = corpus
+    earlier, summary = trained
+    first_loss = {}
+    for name, extra in (("fresh", {}), ("warm", {"init_drafter": str(earlier)})):
+        out = tmp_path / name
+        train(config(path, out, steps=1, lr=1e-9, warmup_steps=1, log_every=1, **extra), target=target)
+        first_loss[name] = json.loads(open(out / "train_log.jsonl").readline())["loss"]
+    # The warm run's first step is evaluated with the earlier drafter's weights: its loss, not a fresh one's.
+    assert first_loss["warm"] < 0.5 * first_loss["fresh"], first_loss
+    assert first_loss["warm"] < 2 * summary["final"]["loss"] + 0.1, (first_loss, summary["final"])
+    with pytest.raises(ValueError, match=r"--init-drafter is .*block_size 4 \(this run: 8\)"):
+        train(config(path, tmp_path / "other", block_size=8, init_drafter=str(earlier)), target=target)
+    with pytest.raises(ValueError, match="--init-drafter is .*valid config.json"):
+        train(config(path, tmp_path / "none", init_drafter=str(tmp_path / "missing")), target=target)
+
+
 def test_bad_train_config_and_records(tmp_path):
     with pytest.raises(ValueError, match="--steps is 0"):
         TrainConfig(target="t", data="d", output="o", steps=0)
@@ -278,6 +295,19 @@ def test_heldout_records_never_train(tmp_path):
     train_ids = {tuple(r["input_ids"]) for r in batches.records}
     held_ids = {tuple(r["input_ids"]) for r in heldout.records}
     assert len(held_ids) == 5 and not train_ids & held_ids and len(train_ids) == 15
+    # On grown data, --heldout-among keeps the smaller run's hold-out.
+    _, small_held = load_training_data(config("", tmp_path / "o", features=store, heldout=5, num_chunks=3))
+    _, grown_held = load_training_data(
+        config("", tmp_path / "o", features=store, heldout=5, num_chunks=5, heldout_among=12)
+    )
+    assert [r["input_ids"] for r in grown_held.records] == [r["input_ids"] for r in small_held.records]
+    assert {tuple(r["input_ids"]) for r in grown_held.records} != held_ids  # the pool mattered
+    with pytest.raises(
+        ValueError, match=r"--heldout-among is 21; expected more than --heldout 5 and at most"
+    ):
+        load_training_data(
+            config("", tmp_path / "o", features=store, heldout=5, num_chunks=5, heldout_among=21)
+        )
     with pytest.raises(ValueError, match=r"chunks \[6\] are unfinished"):
         load_training_data(config("", tmp_path / "o", features=store, num_chunks=7))
 

@@ -12,7 +12,10 @@
 #   NUM_PROMPTS=1600 GEN_PROCS=2 GEN_MINUTES=45   self-distillation with feature capture
 #   NUM_CHUNKS=<all finished>                      chunks (32 prompts each) to train on, frozen at first use
 #   STEPS=700 TRAIN_MINUTES=                       training length; TRAIN_MINUTES time-boxes one run
+#   LR=8e-4 WARMUP=30 THREADS=1                    peak learning rate, warmup steps, torch threads
+#   INIT_DRAFTER=                                  warm start from an earlier drafter (same shape)
 #   HELDOUT=32 EVAL_EVERY=50                       held-out records and how often their acceptance is logged
+#   HELDOUT_AMONG=<all>                            draw them among the first N records (keep an earlier hold-out)
 #   EVAL_PROMPTS=100 EVAL_MINUTES=                 acceptance measurement per evaluation set
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -61,13 +64,15 @@ num_chunks=$(cat "$work/num_chunks")
 # 2. Train from the stored features (the target never runs): 2 draft layers initialised from the target's
 #    last two, block 16, mask token "<filename>" (id 6: the vocabulary has no spare slot), 8 sequences x 32
 #    anchors per step, block positions importance-sampled by their gamma-7 loss weight, AdamW, cosine.
-#    HELDOUT random records are held out for the teacher-forced acceptance curve.
+#    HELDOUT random records are held out for the teacher-forced acceptance curve.  INIT_DRAFTER starts
+#    the layers from an earlier drafter instead (a warm restart: new optimizer, schedule and hold-out).
 stage train sglang-dflash train --target "$target" --features "$work/features" --num-chunks "$num_chunks" \
   --out "$work/drafter" --num-draft-layers 2 --block-size 16 --target-layer-ids $layers \
   --mask-token-id 6 --mask-token "<filename>" --steps "${STEPS:-700}" --batch-size 8 --num-anchors 32 \
-  --max-seq-len 512 --lr 8e-4 --warmup-steps 30 --gamma 7 --sample-positions --heldout "${HELDOUT:-32}" --eval-every "${EVAL_EVERY:-50}" \
+  --max-seq-len 512 --lr "${LR:-8e-4}" --warmup-steps "${WARMUP:-30}" --gamma 7 --sample-positions --heldout "${HELDOUT:-32}" ${HELDOUT_AMONG:+--heldout-among "$HELDOUT_AMONG"} --eval-every "${EVAL_EVERY:-50}" \
   --snapshot-every 50 --save-every "${SAVE_EVERY:-10}" --log-every 5 --threads "${THREADS:-1}" \
-  --max-shard-mb 24 --device cpu ${TRAIN_MINUTES:+--max-minutes "$TRAIN_MINUTES"}
+  --max-shard-mb 24 --device cpu ${TRAIN_MINUTES:+--max-minutes "$TRAIN_MINUTES"} \
+  ${INIT_DRAFTER:+--init-drafter "$INIT_DRAFTER"}
 
 # 3. Acceptance with the reference implementation: greedy, block 16, chat template, 256 new tokens, float32
 #    target, the first EVAL_PROMPTS prompts of each set, both sets side by side (one thread each).

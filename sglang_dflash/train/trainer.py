@@ -41,8 +41,8 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from ..checkpoint import save_drafter
-from ..config import draft_config_for_target
+from ..checkpoint import ignored_tensors, read_state_dict, save_drafter
+from ..config import DFlashConfig, draft_config_for_target
 from ..draft_model import DFlashDraftModel
 from .data import read_records
 from .features import FeatureStore
@@ -79,6 +79,7 @@ class TrainConfig:
     mask_token: str | None = None
     intermediate_size: int | None = None
     init_from_target: bool = True
+    init_drafter: str | None = None
     steps: int = 1000
     batch_size: int = 8
     num_anchors: int = 32
@@ -98,6 +99,7 @@ class TrainConfig:
     features: str | None = None
     num_chunks: int | None = None
     heldout: int = 0
+    heldout_among: int | None = None
     eval_every: int = 0
     sample_positions: bool = False
     snapshot_every: int = 0
@@ -186,9 +188,39 @@ def build_drafter(config: TrainConfig, target: torch.nn.Module) -> DFlashDraftMo
         for name, p in drafter.named_parameters():
             if not name.endswith("norm.weight"):
                 p.normal_(0.0, tcfg.initializer_range if hasattr(tcfg, "initializer_range") else 0.02)
-    if config.init_from_target:
+    if config.init_drafter:
+        load_warm_start(drafter, config.init_drafter)
+    elif config.init_from_target:
         init_from_target_layers(drafter, target)
     return drafter
+
+
+def load_warm_start(drafter: DFlashDraftModel, directory: str) -> None:
+    """Start from an earlier drafter's weights (``--init-drafter``): same shape and context layers.
+
+    The rest of the run is new (optimizer, schedule, data order), so this is a warm restart, not a
+    resume; ``checkpoints/last.pt`` of the new run still takes precedence when it exists.
+    """
+    try:
+        earlier = DFlashConfig.from_pretrained(directory)
+    except (OSError, ValueError) as e:
+        raise train_error(
+            "init_drafter", directory, f"a drafter directory with a valid config.json ({e})"
+        ) from e
+    ours, theirs = drafter.config.to_dict(), earlier.to_dict()
+    differing = sorted(
+        k
+        for k in ours.keys() | theirs.keys()
+        if k not in ("torch_dtype", "dtype") and ours.get(k) != theirs.get(k)
+    )
+    if differing:
+        shown = ", ".join(f"{k} {theirs.get(k)!r} (this run: {ours.get(k)!r})" for k in differing)
+        raise train_error("init_drafter", directory, f"a drafter of this run's shape; it differs in {shown}")
+    state = read_state_dict(directory)
+    for name in ignored_tensors(state):
+        del state[name]
+    with torch.no_grad():
+        drafter.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
 
 
 class SequenceBatches:
@@ -333,11 +365,17 @@ def load_training_data(config: TrainConfig) -> tuple[SequenceBatches, SequenceBa
                 f"{config.features}: chunks {missing} are unfinished; expected chunks "
                 f"0..{config.num_chunks - 1} (let gen-data finish them or lower --num-chunks)"
             )
-    if config.heldout >= len(records):
-        raise train_error("heldout", config.heldout, f"fewer than the {len(records)} records")
+    pool = len(records) if config.heldout_among is None else config.heldout_among
+    if not config.heldout < pool <= len(records):
+        raise train_error(
+            "heldout_among",
+            pool,
+            f"more than --heldout {config.heldout} and at most the {len(records)} records",
+        )
     # A seeded random hold-out: generation order groups prompts by length, so a contiguous slice
-    # would not be fair.
-    held_ids = set(random.Random(config.seed + 1).sample(range(len(records)), config.heldout))
+    # would not be fair.  Drawn among the first `pool` records, so a run on grown data can keep an
+    # earlier run's hold-out (the same seed and pool give the same records).
+    held_ids = set(random.Random(config.seed + 1).sample(range(pool), config.heldout))
     train_records = [r for i, r in enumerate(records) if i not in held_ids]
     held = [r for i, r in enumerate(records) if i in held_ids]
     batches = SequenceBatches(train_records, config.batch_size, config.max_seq_len, config.seed, store)
@@ -499,7 +537,7 @@ def export_snapshot(train_output: str, snapshot: str, out: str, target: torch.nn
     config = TrainConfig(**state["config"])
     if target is None:
         target = AutoModelForCausalLM.from_pretrained(config.target, dtype=torch.float32)
-    drafter = build_drafter(dataclasses.replace(config, init_from_target=False), target)
+    drafter = build_drafter(dataclasses.replace(config, init_from_target=False, init_drafter=None), target)
     drafter.load_state_dict(torch.load(snapshot, map_location="cpu", weights_only=True))
     save_drafter(drafter.eval(), out, dtype=torch.bfloat16, max_shard_bytes=int(config.max_shard_mb * 2**20))
     return out

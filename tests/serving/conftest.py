@@ -10,10 +10,8 @@ A summary table (prompts, tokens, exact matches, tau per configuration) is print
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from cpu_server import SHIPPED_SMOLLM2_DRAFTER, data_file
+from cpu_server import data_file, smollm2_drafter
 from serving_checks import (
     GREEDY,
     MAX_NEW_TOKENS_INSIDE_A_BLOCK,
@@ -37,19 +35,7 @@ def smollm2() -> str:
 @pytest.fixture(scope="session")
 def drafter(smollm2, tmp_path_factory) -> tuple[str, str]:
     """(path, kind): the shipped drafter, or a random one with the same mask token."""
-    if os.path.exists(os.path.join(SHIPPED_SMOLLM2_DRAFTER, "config.json")):
-        return SHIPPED_SMOLLM2_DRAFTER, "shipped"
-    from transformers import AutoConfig
-
-    from sglang_dflash.checkpoint import save_drafter
-    from sglang_dflash.testing import make_tiny_drafter
-
-    out = str(tmp_path_factory.mktemp("smollm2-random-drafter"))
-    model = make_tiny_drafter(
-        AutoConfig.from_pretrained(smollm2), seed=0, std=0.02, block_size=16, num_layers=1, mask_token_id=6
-    )
-    save_drafter(model, out)
-    return out, "random"
+    return smollm2_drafter(smollm2, str(tmp_path_factory.mktemp("smollm2-random-drafter")))
 
 
 @pytest.fixture(scope="session")
