@@ -348,3 +348,28 @@ def test_tau_measurement_resumes_from_finished_batches(corpus, trained, tmp_path
         acceptance.measure_tau(
             target, drafter, prompts, SamplingParams(max_new_tokens=16), 4, partial, {"s": 2}
         )
+
+
+def test_acceptance_curve_chains_warm_started_runs(tmp_path):
+    from sglang_dflash.train import curve
+
+    def log(name, steps, accepts):
+        path = tmp_path / f"{name}.jsonl"
+        rows = [{"step": s, "heldout_accept": a, "blocks": (s + 1) * 256} for s, a in zip(steps, accepts)]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return str(path)
+
+    first, second = log("first", [0, 49, 99], [0.1, 0.3, 0.5]), log("second", [0, 59], [0.5, 0.7])
+    tau = tmp_path / "tau-set.json"
+    tau.write_text(json.dumps({"mean_tau": 1.6, "prompts": 3}))
+    chained = curve.chain_runs([(first, []), (second, [str(tau)])])
+    assert [offset for offset, _ in chained] == [0, 100]
+    assert [r["heldout_accept"] for r in chained[1][1]] == [0.5, 0.7]
+    out = tmp_path / "curve.png"
+    assert curve.main(["--run", first, "--run", second, str(tau), "--out", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(SystemExit):
+        curve.main(["--log", first, "--run", second, "--out", str(out)])
+    (tmp_path / "bare.jsonl").write_text(json.dumps({"step": 0, "loss": 1.0}) + "\n")
+    with pytest.raises(ValueError, match="no row has heldout_accept"):
+        curve.chain_runs([(str(tmp_path / "bare.jsonl"), [])])
