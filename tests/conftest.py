@@ -21,6 +21,20 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
+def smollm2_float32():
+    """SmolLM2-135M-Instruct in float32 (transformers) and its tokenizer, converted once per machine."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from sglang_dflash.smollm2 import ensure_smollm2
+
+    path = ensure_smollm2()
+    return AutoModelForCausalLM.from_pretrained(
+        path, dtype=torch.float32
+    ).eval(), AutoTokenizer.from_pretrained(path)
+
+
+@pytest.fixture(scope="session")
 def qwen3_pair(tmp_path_factory) -> tuple[str, str]:
     """A tiny Qwen3 target and a drafter for it (block size 4, two layers), saved: (target, drafter)."""
     from sglang_dflash.testing import save_tiny_pair

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from sglang_dflash import SamplingParams, load_drafter, spec_generate
-from sglang_dflash.smollm2 import IM_END_ID, ensure_smollm2
+from sglang_dflash.smollm2 import IM_END_ID
 
 DRAFTERS = os.path.join(os.path.dirname(__file__), "..", "drafters", "smollm2-135m-instruct")
 # (directory, minimum tau on CHATS)
@@ -25,16 +25,6 @@ CHATS = [
     "Write a Python function that counts the vowels in a string.",
 ]
 NEW_TOKENS = 48
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = ensure_smollm2()
-    return AutoModelForCausalLM.from_pretrained(
-        path, dtype=torch.float32
-    ).eval(), AutoTokenizer.from_pretrained(path)
 
 
 def committed(directory: str) -> str:
@@ -56,8 +46,8 @@ def test_committed_files_are_small_and_carry_their_dtype(directory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("directory, min_tau", COMMITTED, ids=["shipped", "best-cpu-run"])
-def test_committed_drafter_is_lossless_and_accepted(smollm2, directory, min_tau):
-    target, tokenizer = smollm2
+def test_committed_drafter_is_lossless_and_accepted(smollm2_float32, directory, min_tau):
+    target, tokenizer = smollm2_float32
     drafter = load_drafter(committed(directory), target_config=target.config)
     prompts = [
         tokenizer.apply_chat_template(

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from sglang_dflash import SamplingParams, spec_generate
-from sglang_dflash.smollm2 import IM_END_ID, ensure_smollm2
+from sglang_dflash.smollm2 import IM_END_ID
 from sglang_dflash.testing import make_tiny_drafter
 
 CHATS = [
@@ -14,19 +14,9 @@ CHATS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = ensure_smollm2()
-    return AutoModelForCausalLM.from_pretrained(
-        path, dtype=torch.float32
-    ).eval(), AutoTokenizer.from_pretrained(path)
-
-
 @pytest.mark.slow
-def test_smollm2_greedy_speculative_equals_plain_greedy(smollm2):
-    target, tokenizer = smollm2
+def test_smollm2_greedy_speculative_equals_plain_greedy(smollm2_float32):
+    target, tokenizer = smollm2_float32
     assert tokenizer.eos_token_id == IM_END_ID and target.config.num_hidden_layers == 30
     prompts = [
         tokenizer.apply_chat_template(
