@@ -19,10 +19,18 @@ from collections.abc import Sequence
 
 
 def _add_gen_data(sub) -> None:
+    from .train.data import SOURCES
+
     p = sub.add_parser("gen-data", help="generate self-distilled training records with the target")
     p.add_argument("--target", required=True, help="HF path of the target model")
     p.add_argument("--out", required=True, help="output JSONL of {input_ids, loss_start} records")
     p.add_argument("--prompts", help="JSONL with a 'prompt' field (default: the built-in prompt mix)")
+    p.add_argument(
+        "--sources",
+        nargs="+",
+        default=None,
+        help=f"built-in prompt sources to mix, some of {', '.join(SOURCES)} (default: the first four)",
+    )
     p.add_argument("--num-prompts", type=int, default=None)
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--temperature", type=float, default=0.0)
@@ -65,6 +73,7 @@ def _gen_data(args) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from .train.data import (
+        DEFAULT_SOURCES,
         builtin_prompts,
         chat_prompt_ids,
         generate_responses_hf,
@@ -74,7 +83,21 @@ def _gen_data(args) -> int:
         write_records,
     )
 
-    prompts = read_prompts(args.prompts) if args.prompts else builtin_prompts(args.num_prompts, args.seed)
+    if args.prompts and args.sources:
+        print(
+            f"gen-data: --sources is {args.sources} with --prompts {args.prompts!r}; expected one of them",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        prompts = (
+            read_prompts(args.prompts)
+            if args.prompts
+            else builtin_prompts(args.num_prompts, args.seed, args.sources or DEFAULT_SOURCES)
+        )
+    except ValueError as e:  # names the bad source or line
+        print(f"gen-data: {e}", file=sys.stderr)
+        return 2
     prompts = prompts[: args.num_prompts] if args.num_prompts else prompts
     evaluation = [p for path in args.exclude for p in read_prompts(path)]
     overlap = overlapping_prompts(prompts, evaluation)
@@ -139,7 +162,12 @@ def _gen_feature_store(args, prompt_ids: list[list[int]], eos_token_id: int | No
         args.temperature,
         args.seed,
         args.feature_dtype,
-        {"target": args.target, "exclude": args.exclude},
+        # Stores written before --sources existed hold the default mix and have no "sources" key.
+        {
+            "target": args.target,
+            "exclude": args.exclude,
+            **({"sources": args.sources} if args.sources else {}),
+        },
         args.max_minutes,
         tuple(int(x) for x in args.shard.split("/")),
     )
@@ -157,6 +185,12 @@ def _add_train(sub) -> None:
         "--features",
         default=None,
         help="feature store from gen-data --features: train without running the target",
+    )
+    p.add_argument(
+        "--extra-features",
+        nargs="+",
+        default=[],
+        help="more feature stores (same layers) whose finished chunks are appended to --features' records",
     )
     p.add_argument("--out", required=True, dest="output")
     defaults = TrainConfig(target="", data="", output="")

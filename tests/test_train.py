@@ -1,13 +1,18 @@
 """Training recipe on CPU: the objective's masks/labels, loss going down, acceptance going up,
 export -> load -> identical outputs, exact resume, and prompts disjoint from the evaluation sets."""
 
+import ast
 import json
 import os
+import re
+import subprocess
+import sys
 
 import pytest
 import torch
 
 from sglang_dflash import SamplingParams, load_drafter, spec_generate
+from sglang_dflash.draft_model import DFlashDraftModel
 from sglang_dflash.testing import make_tiny_drafter, make_tiny_target, tiny_train_config
 from sglang_dflash.train import trainer as trainer_module
 from sglang_dflash.train.data import builtin_prompts, overlapping_prompts, read_prompts, read_records
@@ -183,13 +188,46 @@ def test_builtin_prompts_are_deterministic_varied_and_disjoint_from_evaluation_s
     )  # the check has teeth
 
 
+def test_evaluation_shaped_sources_are_opt_in_parse_as_python_and_stay_disjoint():
+    from sglang_dflash.train.data import DEFAULT_SOURCES, code_completion_prompts, word_problems
+
+    assert builtin_prompts() == builtin_prompts(sources=DEFAULT_SOURCES)  # the default mix is unchanged
+    shaped = builtin_prompts(sources=("code-completions", "word-problems"))
+    assert shaped == builtin_prompts(sources=("code-completions", "word-problems"))
+    assert len(shaped) > 1500 and not set(shaped) & set(builtin_prompts())
+    # The same in another process (no memory address in a prompt): a chunk is the same prompts on resume.
+    code = (
+        "import json, sys; from sglang_dflash.train.data import builtin_prompts as b; "
+        "json.dump([b(), b(sources=('code-completions', 'word-problems'))], sys.stdout)"
+    )
+    assert json.loads(subprocess.check_output([sys.executable, "-c", code])) == [builtin_prompts(), shaped]
+    code = code_completion_prompts()
+    for prompt in code:  # a header and its docstring: valid Python, like a HumanEval prompt
+        ast.parse(prompt)
+    doctests = [p for p in code if not p.startswith("import ")]  # the rest are stdlib headers
+    assert len(doctests) >= 100 and all(p.count(">>> ") >= 2 for p in doctests)
+    # The examples are the reference implementation's results, e.g. running_max's prefix maxima.
+    example = next(p for p in doctests if "running_max([" in p)
+    call, result = re.search(r">>> (running_max\(.*\))\n\s+(.*)", example).groups()
+    numbers = json.loads(call[len("running_max(") : -1])
+    assert json.loads(result) == [max(numbers[: i + 1]) for i in range(len(numbers))]
+    stories = word_problems(50)
+    assert len(set(stories)) > 45 and not any("step by step" in s for s in stories)
+    evaluation = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl")) + read_prompts(
+        os.path.join(SHARED_DATA, "gsm8k.jsonl")
+    )
+    assert overlapping_prompts(shaped, evaluation) == []
+    with pytest.raises(ValueError, match=r"prompt sources \['docs'\] are invalid"):
+        builtin_prompts(sources=("docs",))
+
+
 # ------------------------------------------------------------------ CPU recipe: feature store, cheaper loss
 
 
-def _store(target, tmp_path, prompts, **kw):
+def _store(target, tmp_path, prompts, name="store", **kw):
     from sglang_dflash.train.features import generate_feature_store
 
-    out = str(tmp_path / "store")
+    out = str(tmp_path / name)
     args = dict(layer_ids=[1, 3], max_new_tokens=12, eos_token_id=None, batch_size=4)
     args.update(kw)
     generate_feature_store(target, prompts, out, **args)
@@ -205,7 +243,6 @@ def _prompts(count=10, seed=0):
 
 
 def test_stored_features_are_the_targets_hidden_states_of_every_token(tmp_path):
-    from sglang_dflash.draft_model import DFlashDraftModel
     from sglang_dflash.train.features import FeatureStore
 
     target = make_tiny_target("llama", seed=0)
@@ -312,6 +349,46 @@ def test_heldout_records_never_train(tmp_path):
         load_training_data(config("", tmp_path / "o", features=store, num_chunks=7))
 
 
+def test_extra_feature_stores_append_their_records_and_must_hold_the_same_features(tmp_path):
+    from sglang_dflash.train.trainer import load_training_data
+
+    target = make_tiny_target("llama", seed=0)
+    first = _store(target, tmp_path, _prompts(24), max_new_tokens=24)
+    second = _store(target, tmp_path, _prompts(8, seed=1), name="second", max_new_tokens=24)
+    alone, alone_held = load_training_data(
+        config("", tmp_path / "o", features=first, heldout=5, num_chunks=3)
+    )
+    both, both_held = load_training_data(
+        config(
+            "",
+            tmp_path / "o",
+            features=first,
+            extra_features=[second],
+            heldout=5,
+            num_chunks=3,
+            heldout_among=12,
+        )
+    )
+    # --num-chunks freezes the first store only; every finished chunk of the extra store joins, and
+    # --heldout-among 12 keeps the first store's hold-out.
+    assert len(alone.records) == 12 - 5 and len(both.records) == 12 - 5 + 8
+    assert [r["input_ids"] for r in both_held.records] == [r["input_ids"] for r in alone_held.records]
+    extra = [r for r in both.records if r["store"] == 1]
+    assert sorted(r["input_ids"] for r in extra) == sorted(
+        r["input_ids"] for r in load_training_data(config("", tmp_path / "p", features=second))[0].records
+    )
+    for record in extra:  # features come from the record's own store
+        with torch.no_grad():
+            out = target.model(input_ids=torch.tensor([record["input_ids"]]), output_hidden_states=True)
+        expected = DFlashDraftModel.select_target_features(out.hidden_states, (1, 3))[0, :-1]
+        torch.testing.assert_close(both.store.features(record, 10**6), expected, atol=2e-3, rtol=2e-3)
+    other_layers = _store(target, tmp_path, _prompts(4), name="other", layer_ids=[0, 3])
+    with pytest.raises(ValueError, match=r"other: layer_ids is \[0, 3\]; expected \[1, 3\]"):
+        load_training_data(config("", tmp_path / "o", features=first, extra_features=[other_layers]))
+    with pytest.raises(ValueError, match=r"--features is None; expected a feature store with --extra-"):
+        config("", tmp_path / "o", extra_features=[second])
+
+
 def test_time_boxed_training_exports_and_a_rerun_finishes_the_schedule(corpus, tmp_path):
     target, path, _ = corpus
     out = tmp_path / "boxed"
@@ -373,3 +450,15 @@ def test_acceptance_curve_chains_warm_started_runs(tmp_path):
     (tmp_path / "bare.jsonl").write_text(json.dumps({"step": 0, "loss": 1.0}) + "\n")
     with pytest.raises(ValueError, match="no row has heldout_accept"):
         curve.chain_runs([(str(tmp_path / "bare.jsonl"), [])])
+
+
+def test_gen_data_refuses_unknown_sources_and_sources_with_prompts(capsys, tmp_path):
+    from sglang_dflash.cli import main as cli_main
+
+    base = ["gen-data", "--target", "unused", "--out", str(tmp_path / "o")]
+    assert cli_main([*base, "--sources", "docs"]) == 2
+    assert "gen-data: prompt sources ['docs'] are invalid; expected some of" in capsys.readouterr().err
+    assert cli_main([*base, "--sources", "word-problems", "--prompts", "p.jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert "gen-data: --sources is ['word-problems'] with --prompts 'p.jsonl'; expected one of them" in err
+    assert not os.path.exists(tmp_path / "o")

@@ -9,19 +9,26 @@
 # the checkout; the finished drafter is copied next to this file.  Stage wall times go to
 # $WORK/stages.jsonl.  Knobs (environment variables, defaults sized for a quiet 2-core machine):
 #
+#   STAGES="gen train eval"                        the stages to run (e.g. STAGES=gen grows a store only)
 #   NUM_PROMPTS=1600 GEN_PROCS=2 GEN_MINUTES=45   self-distillation with feature capture
-#   NUM_CHUNKS=<all finished>                      chunks (32 prompts each) to train on, frozen at first use
+#   SOURCES=<the default mix>                      built-in prompt sources (gen-data --sources)
+#   FEATURES=$WORK/features                        the feature store to train on
+#   EXTRA_FEATURES=                                more stores (same layers) whose finished chunks join it
+#   NUM_CHUNKS=<all finished>                      chunks (32 prompts each) of FEATURES, frozen at first use
 #   STEPS=700 TRAIN_MINUTES=                       training length; TRAIN_MINUTES time-boxes one run
 #   LR=8e-4 WARMUP=30 THREADS=1                    peak learning rate, warmup steps, torch threads
 #   INIT_DRAFTER=                                  warm start from an earlier drafter (same shape)
 #   HELDOUT=32 EVAL_EVERY=50                       held-out records and how often their acceptance is logged
 #   HELDOUT_AMONG=<all>                            draw them among the first N records (keep an earlier hold-out)
 #   EVAL_PROMPTS=100 EVAL_MINUTES=                 acceptance measurement per evaluation set
+#   COPY_TO=<this folder>                          where the finished drafter's files go
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 evaldata=$(realpath "${EVAL_DATA:-$here/../../../shared/data}")
 work=${WORK:-$HOME/.cache/sglang-dflash/recipe-cpu}
+features=${FEATURES:-$work/features}
 mkdir -p "$work"
+want() { [[ " ${STAGES:-gen train eval} " == *" $1 "* ]]; }
 target=$(python -c "from sglang_dflash.smollm2 import ensure_smollm2; print(ensure_smollm2())")
 layers="1 9 17 26"  # 4 of 30 target layers, spread from shallow to deep (the paper's rule)
 
@@ -41,21 +48,22 @@ stage() {  # stage NAME COMMAND...: run and append its wall time to stages.jsonl
 gen() {
   local procs=${GEN_PROCS:-2} pids=() i
   for ((i = 0; i < procs; i++)); do
-    sglang-dflash gen-data --target "$target" --out "$work/features" --features --target-layer-ids $layers \
-      --num-prompts "${NUM_PROMPTS:-1600}" --max-new-tokens 256 --batch-size 32 --threads 1 --seed 0 \
+    sglang-dflash gen-data --target "$target" --out "$features" --features --target-layer-ids $layers \
+      --num-prompts "${NUM_PROMPTS:-1600}" ${SOURCES:+--sources $SOURCES} --max-new-tokens 256 --batch-size 32 --threads 1 --seed 0 \
       --shard "$i/$procs" ${GEN_MINUTES:+--max-minutes "$GEN_MINUTES"} \
       --exclude "$evaldata/humaneval.jsonl" "$evaldata/gsm8k.jsonl" > "$work/gen-$i.log" 2>&1 &
     pids+=($!)
   done
   for i in "${pids[@]}"; do wait "$i"; done
 }
-stage gen gen
+want gen && stage gen gen
+want train || want eval || exit 0
 
 # The training set is frozen the first time: chunks 0..NUM_CHUNKS-1 (all finished chunks from 0 on).
 if [[ ! -f "$work/num_chunks" ]]; then
   n=${NUM_CHUNKS:-0}
   if [[ $n == 0 ]]; then
-    while [[ -f "$work/features/chunk-$(printf %05d "$n").jsonl" ]]; do n=$((n + 1)); done
+    while [[ -f "$features/chunk-$(printf %05d "$n").jsonl" ]]; do n=$((n + 1)); done
   fi
   echo "$n" > "$work/num_chunks"
 fi
@@ -66,7 +74,8 @@ num_chunks=$(cat "$work/num_chunks")
 #    anchors per step, block positions importance-sampled by their gamma-7 loss weight, AdamW, cosine.
 #    HELDOUT random records are held out for the teacher-forced acceptance curve.  INIT_DRAFTER starts
 #    the layers from an earlier drafter instead (a warm restart: new optimizer, schedule and hold-out).
-stage train sglang-dflash train --target "$target" --features "$work/features" --num-chunks "$num_chunks" \
+want train && stage train sglang-dflash train --target "$target" --features "$features" \
+  ${EXTRA_FEATURES:+--extra-features $EXTRA_FEATURES} --num-chunks "$num_chunks" \
   --out "$work/drafter" --num-draft-layers 2 --block-size 16 --target-layer-ids $layers \
   --mask-token-id 6 --mask-token "<filename>" --steps "${STEPS:-700}" --batch-size 8 --num-anchors 32 \
   --max-seq-len 512 --lr "${LR:-8e-4}" --warmup-steps "${WARMUP:-30}" --gamma 7 --sample-positions --heldout "${HELDOUT:-32}" ${HELDOUT_AMONG:+--heldout-among "$HELDOUT_AMONG"} --eval-every "${EVAL_EVERY:-50}" \
@@ -86,10 +95,13 @@ evaluate() {
   done
   for set in "${pids[@]}"; do wait "$set"; done
 }
+want eval || exit 0
 stage eval evaluate
 
-# 4. The acceptance curve and the shipped files.
+# 4. The acceptance curve and the shipped files (COPY_TO: another folder for a run not shipped yet).
 python -m sglang_dflash.train.curve --log "$work/drafter/train_log.jsonl" \
   --tau "$work/tau-humaneval.json" "$work/tau-gsm8k.json" --out "$work/tau-curve.png"
-cp "$work"/drafter/{config.json,*.safetensors,train_log.jsonl,train_summary.json} "$here"/
-cp "$work"/tau-{humaneval,gsm8k}.json "$work/tau-curve.png" "$work/stages.jsonl" "$here"/
+dest=${COPY_TO:-$here}
+mkdir -p "$dest"
+cp "$work"/drafter/{config.json,*.safetensors,train_log.jsonl,train_summary.json} "$dest"/
+cp "$work"/tau-{humaneval,gsm8k}.json "$work/tau-curve.png" "$work/stages.jsonl" "$dest"/

@@ -8,6 +8,15 @@ Prompt sources (no download, no evaluation data):
 - ``math-word-problems``: arithmetic word problems from templates with random names and numbers.
 - ``concepts``: explanations of Python language topics (``pydoc_data.topics``) and stdlib modules.
 
+Opt-in sources shaped like the evaluation sets' prompts (a bare prompt, no instruction around it),
+added when the default mix was exhausted (``--sources``; the default mix is unchanged, so stores
+written with it stay resumable):
+
+- ``code-completions``: a bare function header + docstring to continue, HumanEval's shape: stdlib
+  functions and methods with their full docstrings, and small tasks whose ``>>>`` examples are
+  computed by running a reference implementation.
+- ``word-problems``: multi-step arithmetic stories with no instruction appended, GSM8K's shape.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -15,18 +24,21 @@ models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + r
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import json
 import os
 import random
 import re
+import textwrap
 from collections.abc import Iterable, Iterator, Sequence
 
 import torch
 from tqdm import tqdm
 
-SOURCES = ("stdlib-functions", "coding-tasks", "math-word-problems", "concepts")
+DEFAULT_SOURCES = ("stdlib-functions", "coding-tasks", "math-word-problems", "concepts")
+SOURCES = (*DEFAULT_SOURCES, "code-completions", "word-problems")
 
 # Prompt-mix tables: kept compact on purpose (one idea per line, not one word per line).
 # fmt: off
@@ -87,6 +99,21 @@ _MATH_TEMPLATES = (
 # fmt: on
 
 
+def _stable_signature(fn) -> str | None:
+    """``fn``'s signature as Python source, or None when it has none or prints a default as ``<...>``.
+
+    Such defaults (``<class 'dict'>``, sentinels printing their memory address) are not Python,
+    and an address would make the mix, and so which prompts a feature-store chunk holds, differ
+    from process to process.
+    """
+    try:
+        signature = str(inspect.signature(fn))
+        ast.parse(f"def f{signature}: pass")
+    except (TypeError, ValueError, SyntaxError):
+        return None
+    return signature
+
+
 def stdlib_function_prompts() -> list[str]:
     """Complete-this-function prompts from public, documented stdlib functions."""
     prompts: list[str] = []
@@ -99,11 +126,8 @@ def stdlib_function_prompts() -> list[str]:
             if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != module.__name__:
                 continue
             doc = inspect.getdoc(fn)
-            try:
-                signature = str(inspect.signature(fn))
-            except (TypeError, ValueError):
-                continue
-            if not doc or len(doc) < 40:
+            signature = _stable_signature(fn)
+            if signature is None or not doc or len(doc) < 40:
                 continue
             summary = doc.split("\n\n")[0].strip().replace('"""', "'''")
             body = f'def {name}{signature}:\n    """{summary}\n    """\n'
@@ -162,7 +186,214 @@ def concept_prompts() -> list[str]:
     return prompts
 
 
-def builtin_prompts(count: int | None = None, seed: int = 0, sources: Sequence[str] = SOURCES) -> list[str]:
+def _stdlib_callables() -> Iterator[tuple[str, str, object]]:
+    """(module name, qualified name, function) of documented public stdlib functions and methods."""
+    for module_name in _STDLIB_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:  # a module missing on this Python is simply skipped
+            continue
+        for name, obj in sorted(vars(module).items()):
+            if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+                continue
+            if inspect.isfunction(obj):
+                yield module_name, name, obj
+            elif inspect.isclass(obj):
+                for method_name, fn in sorted(vars(obj).items()):
+                    if not method_name.startswith("_") and inspect.isfunction(fn):
+                        yield module_name, f"{name}.{method_name}", fn
+
+
+def _bare_stdlib_completions() -> list[str]:
+    """``import m`` + a function or method header with its full docstring, nothing else."""
+    prompts = []
+    for module_name, qualname, fn in _stdlib_callables():
+        doc = inspect.getdoc(fn)
+        signature = _stable_signature(fn)
+        if signature is None or not doc or len(doc) < 40 or len(doc) > 1500:
+            continue
+        doc = textwrap.indent(doc.replace('"""', "'''"), "    ").lstrip()
+        name = qualname.split(".")[-1]
+        prompts.append(f'import {module_name}\n\n\ndef {name}{signature}:\n    """ {doc}\n    """\n')
+    return prompts
+
+
+# Small tasks for doctest-style prompts: (function names, typed signature, docstring sentence,
+# reference implementation, argument maker).  The examples in each prompt come from running the
+# implementation, so they are always right.
+# fmt: off
+_DOCTEST_TASKS = (
+    (("running_max", "prefix_maxima"), "(numbers: List[int]) -> List[int]",
+     "Return the largest value seen so far at every position of the list.",
+     lambda xs: [max(xs[: i + 1]) for i in range(len(xs))],
+     lambda r: (r.sample(range(-9, 30), r.randint(3, 6)),)),
+    (("count_vowels", "vowel_count"), "(text: str) -> int",
+     "Count the vowels (a, e, i, o, u, either case) in the given string.",
+     lambda t: sum(c in "aeiouAEIOU" for c in t), lambda r: (r.choice(_WORDS) + " " + r.choice(_WORDS),)),
+    (("second_largest", "runner_up"), "(numbers: List[int]) -> int",
+     "Return the second largest distinct value of a list with at least two distinct values.",
+     lambda xs: sorted(set(xs))[-2], lambda r: (r.sample(range(0, 50), r.randint(3, 6)),)),
+    (("is_sorted", "non_decreasing"), "(numbers: List[int]) -> bool",
+     "Return True if the list is sorted in non-decreasing order, False otherwise.",
+     lambda xs: xs == sorted(xs),
+     lambda r: ((sorted if r.random() < 0.5 else list)(r.sample(range(20), 4)),)),
+    (("digit_sum", "sum_of_digits"), "(n: int) -> int",
+     "Return the sum of the decimal digits of a non-negative integer n.",
+     lambda n: sum(map(int, str(n))), lambda r: (r.randint(0, 99999),)),
+    (("capitalize_words", "title_words"), "(sentence: str) -> str",
+     "Capitalize the first letter of every word in the sentence, words being separated by single spaces.",
+     lambda s: " ".join(w[:1].upper() + w[1:] for w in s.split(" ")),
+     lambda r: (" ".join(r.sample(_WORDS, 3)),)),
+    (("count_evens", "even_count"), "(numbers: List[int]) -> int",
+     "Return how many numbers in the list are even.",
+     lambda xs: sum(x % 2 == 0 for x in xs), lambda r: (r.sample(range(-10, 40), r.randint(3, 7)),)),
+    (("remove_char", "strip_letter"), "(text: str, char: str) -> str",
+     "Return the text with every occurrence of char removed.",
+     lambda t, c: t.replace(c, ""), lambda r: ((w := r.choice(_WORDS)), r.choice(w))),
+    (("pairwise_sums", "adjacent_sums"), "(numbers: List[int]) -> List[int]",
+     "Return the sums of each pair of neighbouring elements.",
+     lambda xs: [a + b for a, b in zip(xs, xs[1:])], lambda r: (r.sample(range(-5, 20), r.randint(3, 6)),)),
+    (("longest_word", "first_longest_word"), "(words: List[str]) -> str",
+     "Return the longest word of a non-empty list; the first one if several are equally long.",
+     lambda ws: max(ws, key=len), lambda r: (r.sample(_WORDS, r.randint(2, 5)),)),
+    (("gcd_of_list", "common_divisor"), "(numbers: List[int]) -> int",
+     "Return the greatest common divisor of a non-empty list of positive integers.",
+     lambda xs: __import__("math").gcd(*xs),
+     lambda r: ([r.choice((2, 3, 4, 6)) * r.randint(1, 12) for _ in range(3)],)),
+    (("alternate_case", "swap_every_other"), "(text: str) -> str",
+     "Upper-case the characters at even indices and lower-case those at odd indices.",
+     lambda t: "".join(c.upper() if i % 2 == 0 else c.lower() for i, c in enumerate(t)),
+     lambda r: (r.choice(_WORDS),)),
+    (("count_above", "how_many_greater"), "(numbers: List[float], threshold: float) -> int",
+     "Return how many numbers are strictly greater than threshold.",
+     lambda xs, t: sum(x > t for x in xs),
+     lambda r: ([round(r.uniform(0, 10), 1) for _ in range(4)], float(r.randint(2, 8)))),
+    (("unique_sorted", "distinct_values"), "(numbers: List[int]) -> List[int]",
+     "Return the distinct values of the list in increasing order.",
+     lambda xs: sorted(set(xs)), lambda r: ([r.randint(0, 9) for _ in range(r.randint(4, 8))],)),
+    (("reverse_words", "words_backwards"), "(sentence: str) -> str",
+     "Return the sentence with the order of its space-separated words reversed.",
+     lambda s: " ".join(reversed(s.split())), lambda r: (" ".join(r.sample(_WORDS, r.randint(2, 4))),)),
+    (("is_prime", "prime_check"), "(n: int) -> bool",
+     "Return True if n is a prime number, False otherwise.",
+     lambda n: n > 1 and all(n % d for d in range(2, int(n**0.5) + 1)), lambda r: (r.randint(1, 60),)),
+    (("char_frequency", "letter_counts"), "(text: str) -> Dict[str, int]",
+     "Return a dictionary mapping each character of the text to how often it occurs.",
+     lambda t: {c: t.count(c) for c in dict.fromkeys(t)}, lambda r: (r.choice(_WORDS)[:5],)),
+    (("merge_sorted", "combine_sorted"), "(a: List[int], b: List[int]) -> List[int]",
+     "Merge two sorted lists into one sorted list.",
+     lambda a, b: sorted(a + b), lambda r: (sorted(r.sample(range(20), 3)), sorted(r.sample(range(20), 2)))),
+    (("product_except_self", "products_of_others"), "(numbers: List[int]) -> List[int]",
+     "Return a list whose i-th item is the product of all numbers except the i-th.",
+     lambda xs: [__import__("math").prod(xs[:i] + xs[i + 1 :]) for i in range(len(xs))],
+     lambda r: (r.sample(range(1, 7), 3),)),
+    (("fizzbuzz_word", "fizz_or_buzz"), "(n: int) -> str",
+     "Return 'Fizz' if n is divisible by 3, 'Buzz' if by 5, 'FizzBuzz' if by both, else str(n).",
+     lambda n: "FizzBuzz" if n % 15 == 0 else "Fizz" if n % 3 == 0 else "Buzz" if n % 5 == 0 else str(n),
+     lambda r: (r.randint(1, 45),)),
+    (("mean_absolute_difference", "average_gap"), "(a: List[float], b: List[float]) -> float",
+     "Return the mean of the absolute differences between corresponding items of two equally long lists.",
+     lambda a, b: sum(abs(x - y) for x, y in zip(a, b)) / len(a),
+     lambda r: tuple([float(r.randint(0, 9)) for _ in range(2)] for _ in range(2))),
+    (("nested_depth", "max_paren_depth"), "(parens: str) -> int",
+     "Return the deepest nesting level of a balanced string of parentheses.",
+     lambda s: max(__import__("itertools").accumulate(1 if c == "(" else -1 for c in s)),
+     lambda r: (r.choice(("()", "(())", "()(())", "((()))", "(()())()")),)),
+    (("rotate_left", "shift_left"), "(items: List[int], k: int) -> List[int]",
+     "Rotate the list k positions to the left.",
+     lambda xs, k: xs[k % len(xs):] + xs[: k % len(xs)], lambda r: (r.sample(range(10), 5), r.randint(1, 4))),
+    (("starts_with_count", "prefix_count"), "(words: List[str], prefix: str) -> int",
+     "Return how many words start with the given prefix.",
+     lambda ws, p: sum(w.startswith(p) for w in ws),
+     lambda r: ((ws := r.sample(_WORDS, 4)), r.choice(ws)[:1])),
+)
+_WORDS = ("apple", "river", "stone", "pencil", "garden", "window", "silver", "planet", "orange", "music",
+          "tiger", "cloud", "bridge", "yellow", "forest", "candle", "rocket", "island", "winter", "ocean")
+# fmt: on
+
+
+def _doctest_prompts(seed: int) -> list[str]:
+    """HumanEval-shaped prompts: typing import, header, docstring and ``>>>`` examples that are right."""
+    rng = random.Random(seed)
+    prompts = []
+    for names, signature, sentence, implementation, make_args in _DOCTEST_TASKS:
+        for variant in range(6):
+            examples = []
+            for _ in range(rng.randint(2, 3)):
+                args = make_args(rng)
+                call = f"{names[variant % 2]}({', '.join(map(repr, args))})"
+                examples.append(f"    >>> {call}\n    {implementation(*args)!r}")
+            imports = [t for t in ("List", "Dict") if t in signature]
+            header = f"from typing import {', '.join(imports)}\n\n\n" if imports else ""
+            prompts.append(
+                f'{header}def {names[variant % 2]}{signature}:\n    """ {sentence}\n'
+                + "\n".join(examples)
+                + '\n    """\n'
+            )
+    return list(dict.fromkeys(prompts))
+
+
+def code_completion_prompts(seed: int = 0) -> list[str]:
+    """Bare code to continue (HumanEval's shape): stdlib headers with docstrings, doctest tasks."""
+    return _bare_stdlib_completions() + _doctest_prompts(seed)
+
+
+# GSM8K-shaped stories: several steps, plain sentences, no instruction appended.
+# fmt: off
+_STORY_TEMPLATES = (
+    "{a} bakes {x} {item} every morning. {a} sells {y} of them each day and gives the rest to "
+    "neighbours. After {z} days, how many {item} has {a} given to neighbours?",
+    "A farmer has {x} hens. Each hen lays {y} eggs a week. The farmer sells eggs at ${p} per dozen. How "
+    "much money does the farmer make in {z} weeks if all the eggs are sold?",
+    "{a} has ${x}0. {a} spends a quarter of it on {item} and then half of what is left on a gift for {b}. "
+    "How much money does {a} have left?",
+    "A class of {x} students goes on a trip. Each bus holds {y} students, and each bus costs ${p}0 to "
+    "rent. How much does it cost to rent enough buses?",
+    "{a} is {y} years older than {b}. In {z} years the sum of their ages will be {x}0. How old is {b} now?",
+    "A recipe needs {y} cups of flour for {z} dozen {item}. {a} wants to make {x} dozen. How many cups of "
+    "flour does {a} need?",
+    "{a} drives at {x} miles per hour for {y} hours and then at {z}0 miles per hour for {z} hours. What "
+    "is the total distance {a} drives?",
+    "A store had {x}0 {item}. On Monday it sold {y}0% of them and on Tuesday it sold {z} more. How many "
+    "{item} are left?",
+    "{a} wants to buy a bike that costs ${x}0. {a} already has ${y}0 and earns ${p} per hour mowing "
+    "lawns. How many hours must {a} work to afford the bike?",
+    "There are {x} red marbles and {y} times as many blue marbles in a jar. {a} removes {z} blue marbles. "
+    "How many marbles are in the jar now?",
+    "{a} ran {y} laps of a {x}0-meter track on each of {z} days. How many kilometers did {a} run in all?",
+    "{a} buys {y} packs of {item}; each pack has {x} of them. {a} uses {z} a day. How many days do the "
+    "{item} last?",
+    "{a}'s garden has {x} rows of plants with {y} plants in each row. A storm destroys {z} plants in "
+    "every row. How many plants survive?",
+    "Tickets cost ${p} for children and twice as much for adults. {a} buys {y} child tickets and {z} "
+    "adult tickets. How much does {a} pay?",
+)
+# fmt: on
+
+
+def word_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped arithmetic stories with random names and numbers (no instruction appended)."""
+    rng = random.Random(seed + 7)
+    prompts = []
+    for _ in range(count):
+        a, b = rng.sample(_NAMES, 2)
+        item, lo, hi = rng.choice(_ITEMS)
+        values = dict(
+            a=a,
+            b=b,
+            item=item,
+            x=rng.randint(6, 60),
+            y=rng.randint(2, 9),
+            z=rng.randint(2, 5),
+            p=rng.randint(lo, hi) + 1,
+        )
+        prompts.append(rng.choice(_STORY_TEMPLATES).format(**values))
+    return prompts
+
+
+def builtin_prompts(
+    count: int | None = None, seed: int = 0, sources: Sequence[str] = DEFAULT_SOURCES
+) -> list[str]:
     """A shuffled, de-duplicated mix of the built-in prompt sources (see module doc)."""
     unknown = [s for s in sources if s not in SOURCES]
     if unknown:
@@ -174,6 +405,10 @@ def builtin_prompts(count: int | None = None, seed: int = 0, sources: Sequence[s
         pool += coding_task_prompts()
     if "concepts" in sources:
         pool += concept_prompts()
+    if "code-completions" in sources:
+        pool += code_completion_prompts(seed)
+    if "word-problems" in sources:
+        pool += word_problems(600, seed)
     if "math-word-problems" in sources:
         pool += math_word_problems(max(1000, (count or 0) - len(pool)), seed)
     pool = list(dict.fromkeys(pool))

@@ -265,3 +265,42 @@ class FeatureStore:
         if self.manifest["feature_dtype"] == "bfloat16":
             t = t.view(torch.bfloat16)
         return t.float()
+
+
+# Manifest settings that must agree for stores to be read together: the features' meaning and layout.
+_SHARED_SETTINGS = ("layer_ids", "hidden_size", "feature_dtype")
+
+
+@dataclass
+class FeatureStores:
+    """Several feature stores read as one (``train --features A --extra-features B C``).
+
+    Records are A's, then B's, then C's, each tagged with ``store`` (its index here); a store grown
+    from new prompt sources thus adds data without regenerating or changing the first one.
+    """
+
+    stores: list[FeatureStore]
+    records: list[dict]
+
+    @classmethod
+    def open(cls, paths: Sequence[str]) -> FeatureStores:
+        stores = [FeatureStore.open(p) for p in paths]
+        first = stores[0]
+        for store in stores[1:]:
+            for key in _SHARED_SETTINGS:
+                if store.manifest.get(key) != first.manifest.get(key):
+                    raise ValueError(
+                        f"{store.path}: {key} is {store.manifest.get(key)!r}; expected "
+                        f"{first.manifest.get(key)!r} as in {first.path} (stores read together must "
+                        "hold the same features)"
+                    )
+        records = [{**r, "store": k} for k, store in enumerate(stores) for r in store.records]
+        return cls(stores, records)
+
+    @property
+    def layer_ids(self) -> list[int]:
+        return self.stores[0].layer_ids
+
+    def features(self, record: dict, length: int) -> torch.Tensor:
+        """Features [min(length, len - 1), K*H] (float32) of the record's first tokens."""
+        return self.stores[record["store"]].features(record, length)

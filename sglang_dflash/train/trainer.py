@@ -15,7 +15,8 @@ CPU-sized training (see ``drafters/smollm2-135m-instruct/recipe-cpu.sh``):
 
 - ``features``: a feature store from ``gen-data --features`` (:mod:`.features`) holds the target's
   context features of every token, captured once during generation; training then never runs
-  the target (only its embeddings and lm_head, which the drafter shares).
+  the target (only its embeddings and lm_head, which the drafter shares).  ``extra_features``
+  appends more stores' records (:class:`.features.FeatureStores`).
 - ``sample_positions``: the shared lm_head over every supervised block position dominates a
   step's cost.  Each supervised position i is kept with probability w_i / max(w) and kept
   positions are weighed equally, so the loss stays an (importance-sampled) estimate of the same
@@ -45,7 +46,7 @@ from ..checkpoint import ignored_tensors, read_state_dict, save_drafter
 from ..config import DFlashConfig, draft_config_for_target
 from ..draft_model import DFlashDraftModel
 from .data import read_records
-from .features import FeatureStore
+from .features import FeatureStores
 from .objective import (
     IGNORE,
     build_blocks,
@@ -97,6 +98,7 @@ class TrainConfig:
     max_shard_mb: float = 15.0
     resume: bool = True
     features: str | None = None
+    extra_features: list[str] = field(default_factory=list)
     num_chunks: int | None = None
     heldout: int = 0
     heldout_among: int | None = None
@@ -133,6 +135,10 @@ class TrainConfig:
                 "heldout",
                 self.heldout,
                 f">= 1 with --eval-every {self.eval_every} (held-out records to evaluate on)",
+            )
+        if self.extra_features and not self.features:
+            raise train_error(
+                "features", self.features, f"a feature store with --extra-features {self.extra_features}"
             )
         if self.num_chunks is not None and not self.features:
             raise train_error(
@@ -232,7 +238,7 @@ class SequenceBatches:
         batch_size: int,
         max_seq_len: int,
         seed: int,
-        store: FeatureStore | None = None,
+        store: FeatureStores | None = None,
     ) -> None:
         self.records = [r for r in records if r["loss_start"] < min(len(r["input_ids"]), max_seq_len)]
         if not self.records:
@@ -355,11 +361,11 @@ def heldout_acceptance(
 
 def load_training_data(config: TrainConfig) -> tuple[SequenceBatches, SequenceBatches | None]:
     """Training batches and held-out batches (``heldout`` random records), from JSONL or a feature store."""
-    store = FeatureStore.open(config.features) if config.features else None
+    store = FeatureStores.open([config.features, *config.extra_features]) if config.features else None
     records = store.records if store is not None else read_records(config.data)
-    if config.num_chunks is not None:  # a feature store's: checked by TrainConfig
-        records = [r for r in records if r["chunk"] < config.num_chunks]
-        missing = sorted(set(range(config.num_chunks)) - {r["chunk"] for r in records})
+    if config.num_chunks is not None:  # the first store's (--features): checked by TrainConfig
+        records = [r for r in records if r["store"] > 0 or r["chunk"] < config.num_chunks]
+        missing = sorted(set(range(config.num_chunks)) - {r["chunk"] for r in records if r["store"] == 0})
         if missing:
             raise ValueError(
                 f"{config.features}: chunks {missing} are unfinished; expected chunks "
@@ -448,7 +454,7 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
                 f"{ckpt_path}: sequences is {state['sequences']}; "
                 f"expected {len(batches.records)} "
                 "(the data changed since this checkpoint: use the same --data, --features, "
-                "--num-chunks and --heldout, or a new --out)"
+                "--extra-features, --num-chunks and --heldout, or a new --out)"
             )
     os.makedirs(config.output, exist_ok=True)
     if start_step == 0 and os.path.exists(log_path):
