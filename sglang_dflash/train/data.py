@@ -114,27 +114,39 @@ def _stable_signature(fn) -> str | None:
     return signature
 
 
-def stdlib_function_prompts() -> list[str]:
-    """Complete-this-function prompts from public, documented stdlib functions."""
-    prompts: list[str] = []
+def _stdlib_callables() -> Iterator[tuple[str, str, object]]:
+    """(module name, qualified name, function) of documented public stdlib functions and methods."""
     for module_name in _STDLIB_MODULES:
         try:
             module = importlib.import_module(module_name)
         except Exception:  # a module missing on this Python is simply skipped
             continue
-        for name, fn in sorted(vars(module).items()):
-            if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != module.__name__:
+        for name, obj in sorted(vars(module).items()):
+            if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
                 continue
-            doc = inspect.getdoc(fn)
-            signature = _stable_signature(fn)
-            if signature is None or not doc or len(doc) < 40:
-                continue
-            summary = doc.split("\n\n")[0].strip().replace('"""', "'''")
-            body = f'def {name}{signature}:\n    """{summary}\n    """\n'
-            prompts.append(
-                f"Complete the following Python function from the {module_name} "
-                f"module.\n\n```python\n{body}```"
-            )
+            if inspect.isfunction(obj):
+                yield module_name, name, obj
+            elif inspect.isclass(obj):
+                for method_name, fn in sorted(vars(obj).items()):
+                    if not method_name.startswith("_") and inspect.isfunction(fn):
+                        yield module_name, f"{name}.{method_name}", fn
+
+
+def stdlib_function_prompts() -> list[str]:
+    """Complete-this-function prompts from public, documented stdlib functions."""
+    prompts: list[str] = []
+    for module_name, name, fn in _stdlib_callables():
+        if "." in name:  # a method: this source keeps module-level functions
+            continue
+        doc = inspect.getdoc(fn)
+        signature = _stable_signature(fn)
+        if signature is None or not doc or len(doc) < 40:
+            continue
+        summary = doc.split("\n\n")[0].strip().replace('"""', "'''")
+        body = f'def {name}{signature}:\n    """{summary}\n    """\n'
+        prompts.append(
+            f"Complete the following Python function from the {module_name} module.\n\n```python\n{body}```"
+        )
     return prompts
 
 
@@ -184,24 +196,6 @@ def concept_prompts() -> list[str]:
         if not m.startswith("_")
     ]
     return prompts
-
-
-def _stdlib_callables() -> Iterator[tuple[str, str, object]]:
-    """(module name, qualified name, function) of documented public stdlib functions and methods."""
-    for module_name in _STDLIB_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except Exception:  # a module missing on this Python is simply skipped
-            continue
-        for name, obj in sorted(vars(module).items()):
-            if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
-                continue
-            if inspect.isfunction(obj):
-                yield module_name, name, obj
-            elif inspect.isclass(obj):
-                for method_name, fn in sorted(vars(obj).items()):
-                    if not method_name.startswith("_") and inspect.isfunction(fn):
-                        yield module_name, f"{name}.{method_name}", fn
 
 
 def _bare_stdlib_completions() -> list[str]:
