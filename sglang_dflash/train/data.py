@@ -128,7 +128,10 @@ def _stdlib_callables() -> Iterator[tuple[str, str, object]]:
                 yield module_name, name, obj
             elif inspect.isclass(obj):
                 for method_name, fn in sorted(vars(obj).items()):
-                    if not method_name.startswith("_") and inspect.isfunction(fn):
+                    # Other libraries patch methods in (transformers adds Logger.warning_advice):
+                    # keeping only the module's own keeps the mix the same in every process.
+                    own = getattr(fn, "__module__", None) == module.__name__
+                    if not method_name.startswith("_") and inspect.isfunction(fn) and own:
                         yield module_name, f"{name}.{method_name}", fn
 
 
