@@ -114,8 +114,20 @@ def _stable_signature(fn) -> str | None:
     return signature
 
 
-def _stdlib_callables() -> Iterator[tuple[str, str, object]]:
-    """(module name, qualified name, function) of documented public stdlib functions and methods."""
+def _stdlib_callables() -> Iterator[tuple[str, str, str, str]]:
+    """(module, qualified name, signature, docstring) of documented public stdlib functions and methods.
+
+    Kept: a stable signature (:func:`_stable_signature`) and a docstring of 40 characters or more.
+    """
+    for module_name, qualname, fn in _public_stdlib_functions():
+        doc = inspect.getdoc(fn)
+        signature = _stable_signature(fn)
+        if signature is not None and doc and len(doc) >= 40:
+            yield module_name, qualname, signature, doc
+
+
+def _public_stdlib_functions() -> Iterator[tuple[str, str, object]]:
+    """(module name, qualified name, function) of the public functions and methods of the stdlib modules."""
     for module_name in _STDLIB_MODULES:
         try:
             module = importlib.import_module(module_name)
@@ -138,12 +150,8 @@ def _stdlib_callables() -> Iterator[tuple[str, str, object]]:
 def stdlib_function_prompts() -> list[str]:
     """Complete-this-function prompts from public, documented stdlib functions."""
     prompts: list[str] = []
-    for module_name, name, fn in _stdlib_callables():
+    for module_name, name, signature, doc in _stdlib_callables():
         if "." in name:  # a method: this source keeps module-level functions
-            continue
-        doc = inspect.getdoc(fn)
-        signature = _stable_signature(fn)
-        if signature is None or not doc or len(doc) < 40:
             continue
         summary = doc.split("\n\n")[0].strip().replace('"""', "'''")
         body = f'def {name}{signature}:\n    """{summary}\n    """\n'
@@ -204,10 +212,8 @@ def concept_prompts() -> list[str]:
 def _bare_stdlib_completions() -> list[str]:
     """``import m`` + a function or method header with its full docstring, nothing else."""
     prompts = []
-    for module_name, qualname, fn in _stdlib_callables():
-        doc = inspect.getdoc(fn)
-        signature = _stable_signature(fn)
-        if signature is None or not doc or len(doc) < 40 or len(doc) > 1500:
+    for module_name, qualname, signature, doc in _stdlib_callables():
+        if len(doc) > 1500:
             continue
         doc = textwrap.indent(doc.replace('"""', "'''"), "    ").lstrip()
         name = qualname.split(".")[-1]
@@ -315,17 +321,16 @@ def _doctest_prompts(seed: int) -> list[str]:
     prompts = []
     for names, signature, sentence, implementation, make_args in _DOCTEST_TASKS:
         for variant in range(6):
+            name = names[variant % 2]
             examples = []
             for _ in range(rng.randint(2, 3)):
                 args = make_args(rng)
-                call = f"{names[variant % 2]}({', '.join(map(repr, args))})"
+                call = f"{name}({', '.join(map(repr, args))})"
                 examples.append(f"    >>> {call}\n    {implementation(*args)!r}")
             imports = [t for t in ("List", "Dict") if t in signature]
             header = f"from typing import {', '.join(imports)}\n\n\n" if imports else ""
             prompts.append(
-                f'{header}def {names[variant % 2]}{signature}:\n    """ {sentence}\n'
-                + "\n".join(examples)
-                + '\n    """\n'
+                f'{header}def {name}{signature}:\n    """ {sentence}\n' + "\n".join(examples) + '\n    """\n'
             )
     return list(dict.fromkeys(prompts))
 
