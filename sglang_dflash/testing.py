@@ -84,6 +84,57 @@ def make_tiny_drafter(
     ).eval()
 
 
+def spare_special_token(tokenizer: Any) -> tuple[str, int]:
+    """A special token that no chat turn uses, to stand in as a random drafter's mask token.
+
+    ``<|MASK|>`` where the vocabulary has it; else the added special token with the highest id that
+    is neither the bos, eos, pad nor unk token nor written in the chat template. A named token (not
+    a bare id) lets SGLang's built-in DFLASH, which looks the mask token up by its string, load the
+    same file.
+    """
+    vocab = tokenizer.get_vocab()
+    if "<|MASK|>" in vocab:
+        return "<|MASK|>", vocab["<|MASK|>"]
+    reserved = {tokenizer.bos_token, tokenizer.eos_token, tokenizer.pad_token, tokenizer.unk_token}
+    template = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else ""
+    candidates = [
+        (token_id, token.content)
+        for token_id, token in tokenizer.added_tokens_decoder.items()
+        if token.special and token.content not in reserved and token.content not in template
+    ]
+    if not candidates:
+        raise ValueError(
+            f"random drafter: the tokenizer's special tokens are {sorted(reserved - {None})}; expected a "
+            "spare one (or <|MASK|>) to use as the mask token"
+        )
+    token_id, content = max(candidates)
+    return content, token_id
+
+
+def save_random_drafter(
+    target_dir: str, out_dir: str, num_layers: int = 1, block_size: int = 16, seed: int = 0
+) -> str:
+    """Write a random bfloat16 drafter for the HF target in ``target_dir``; returns ``out_dir``.
+
+    Its drafts are almost never accepted (tau about 1), so serving with it measures the per-step
+    overhead of speculation (``sglang-dflash bench --drafter random``, the GPU acceptance tests).
+    """
+    from transformers import AutoConfig, AutoTokenizer
+
+    mask_token, mask_token_id = spare_special_token(AutoTokenizer.from_pretrained(target_dir))
+    drafter = make_tiny_drafter(
+        AutoConfig.from_pretrained(target_dir),
+        seed=seed,
+        std=0.02,
+        num_layers=num_layers,
+        block_size=block_size,
+        mask_token_id=mask_token_id,
+    )
+    drafter.config = drafter.config.replace(mask_token=mask_token)
+    save_drafter(drafter, out_dir, dtype=torch.bfloat16)
+    return out_dir
+
+
 def save_tiny_pair(
     directory: str, family: str = "llama", seed: int = 0, **drafter_kwargs: Any
 ) -> tuple[str, str]:

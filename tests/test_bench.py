@@ -125,7 +125,11 @@ def test_report_rows_table_and_plot_from_a_recorded_json(tmp_path):
     builtin = next(r for r in rows if r["mode"] == "dflash-builtin" and r["concurrency"] == 1)
     assert builtin["exact_match_rate"] == 0.0 and builtin["greedy_consistency"] == 0.9
     table = markdown_table(rows)
-    assert table.count("\n") == 20 and "| gsm8k | 4 | dflash | 66.7 | 2.50 | 5.00 |" in table
+    # ours over the built-in: its wall time is 0.6 / 0.4 of ours for the same tokens
+    assert row["vs_builtin"] == pytest.approx(1.5)
+    base = next(r for r in rows if r["mode"] == "baseline" and r["concurrency"] == 16)
+    assert base["vs_builtin"] == pytest.approx(0.6)
+    assert table.count("\n") == 20 and "| gsm8k | 4 | dflash | 66.7 | 2.50 | 1.50 | 5.00 |" in table
 
     recorded = tmp_path / "recorded.json"
     recorded.write_text(json.dumps(raw))
@@ -185,7 +189,7 @@ def test_the_bench_command_checks_its_config_once(monkeypatch, tmp_path):
 
     reads = []
     monkeypatch.setattr(harness, "read_jsonl_prompts", lambda path, limit=None: reads.append(path))
-    monkeypatch.setattr(harness, "run", lambda cfg: {})
+    monkeypatch.setattr(harness, "run", lambda cfg: ({}, []))
     data = os.path.join(SHARED_DATA, "gsm8k.jsonl")
     args = ["bench", "--model", "m", "--drafter", "d", "--datasets", data, "--out", str(tmp_path)]
     assert cli_main(args) == 0
@@ -196,7 +200,7 @@ def test_cpu_bench_defaults_to_the_modes_that_run_on_cpu(monkeypatch, tmp_path):
     from sglang_dflash.bench import harness
 
     seen = {}
-    monkeypatch.setattr(harness, "run", lambda cfg: seen.setdefault("cfg", cfg) and {})
+    monkeypatch.setattr(harness, "run", lambda cfg: (seen.setdefault("cfg", cfg), ({}, []))[1])
     data = os.path.join(SHARED_DATA, "gsm8k.jsonl")
     assert (
         cli_main(
@@ -257,3 +261,153 @@ def test_the_adaptive_mode_runs_our_dflash_with_the_adaptive_flag():
     assert args["speculative_algorithm"] == "DFLASH" and args["speculative_adaptive"] is True
     assert "speculative_adaptive" not in engine_args(cfg, "dflash")
     assert mode_env("dflash-adaptive", "p.json", "cpu")["SGLANG_DFLASH_IMPL"] == "sglang-dflash"
+
+
+def test_rounds_give_each_concurrency_level_its_own_prompt_count():
+    from sglang_dflash.bench.harness import prompts_per_level
+
+    cfg = BenchConfig(model="m", drafter="d", datasets=[], out="o", num_prompts=128, rounds=8)
+    assert [prompts_per_level(cfg, c) for c in (1, 4, 16, 64)] == [8, 32, 128, 128]
+    every = BenchConfig(model="m", drafter="d", datasets=[], out="o", num_prompts=20)
+    assert [prompts_per_level(every, c) for c in (1, 64)] == [20, 20]
+    with pytest.raises(ValueError, match="bench: --rounds is 0; expected an integer >= 1"):
+        BenchConfig(model="m", drafter="d", datasets=[], out="o", rounds=0)
+
+
+def fake_mode_result(mode, groups):
+    return {
+        "mode": mode,
+        "groups": [
+            {
+                "dataset": g["dataset"],
+                "concurrency": g["concurrency"],
+                "wall_seconds": 2.0,
+                "samples": [sample(p["id"], 8, 0.5, 0.1, ids=[1] * 8) for p in g["prompts"]],
+            }
+            for g in groups
+        ],
+    }
+
+
+def test_a_failing_mode_is_reported_and_the_others_still_run(monkeypatch, tmp_path):
+    """The report is on disk after every mode, so a run cut off midway keeps what it measured."""
+    from sglang_dflash.bench import harness
+    from sglang_dflash.smollm2 import ensure_smollm2
+
+    out = tmp_path / "out"
+    seen = []
+
+    def run_mode(cfg, mode, groups, workdir):
+        seen.append((mode, [len(g["prompts"]) for g in groups]))
+        if mode == "dflash-builtin":
+            written = json.loads((out / "results.json").read_text())
+            assert [m["mode"] for m in written["modes"]] == ["baseline", "dflash"]
+            raise RuntimeError("bench: mode dflash-builtin's exit code is 1; expected 0")
+        return fake_mode_result(mode, groups)
+
+    monkeypatch.setattr(harness, "run_mode", run_mode)
+    data = os.path.join(SHARED_DATA, "gsm8k.jsonl")
+    args = ["bench", "--model", ensure_smollm2(), "--drafter", "d", "--datasets", data, "--out", str(out)]
+    args += ["--modes", "baseline,dflash,dflash-builtin,ngram", "--concurrency", "1,4", "--num-prompts", "6"]
+    assert cli_main([*args, "--rounds", "2", "--no-rescore"]) == 1
+    assert [m for m, _ in seen] == ["baseline", "dflash", "dflash-builtin", "ngram"]
+    assert seen[0][1] == [2, 6]  # concurrency 1: 2 rounds of 1; concurrency 4: 8, capped at 6
+    written = json.loads((out / "results.json").read_text())
+    assert [m["mode"] for m in written["modes"]] == ["baseline", "dflash", "ngram"]
+    assert written["failed_modes"] == [
+        {"mode": "dflash-builtin", "error": "bench: mode dflash-builtin's exit code is 1; expected 0"}
+    ]
+    assert (
+        "**mode dflash-builtin failed**: bench: mode dflash-builtin's exit code is 1"
+        in (out / "results.md").read_text()
+    )
+    assert {r["mode"] for r in written["summary"]} == {"baseline", "dflash", "ngram"}
+
+
+def test_a_random_drafter_is_written_for_the_target_with_a_named_mask_token(tmp_path):
+    from transformers import AutoConfig
+
+    from sglang_dflash import load_drafter
+    from sglang_dflash.bench.harness import resolve_drafter
+    from sglang_dflash.smollm2 import ensure_smollm2
+
+    target = ensure_smollm2()
+    data = os.path.join(SHARED_DATA, "gsm8k.jsonl")
+    cfg = BenchConfig(model=target, drafter="random", datasets=[data], out="o", block_size=8)
+    served = resolve_drafter(cfg, str(tmp_path))
+    assert served.drafter == str(tmp_path / "random-drafter") and cfg.drafter == "random"
+    drafter = load_drafter(served.drafter, target_config=AutoConfig.from_pretrained(target))
+    # SmolLM2 has no <|MASK|>: its highest special token that no chat turn uses stands in.
+    assert (drafter.config.mask_token, drafter.config.mask_token_id) == ("<empty_output>", 16)
+    assert drafter.config.block_size == 8 and drafter.config.num_hidden_layers == 1
+    named = BenchConfig(model=target, drafter="drafters/x", datasets=[data], out="o")
+    assert resolve_drafter(named, str(tmp_path)) is named
+
+
+def test_the_mask_token_of_a_random_drafter_prefers_mask_and_refuses_without_a_spare_one():
+    from types import SimpleNamespace
+
+    from sglang_dflash.testing import spare_special_token
+
+    def tokenizer(vocab, added, template=""):
+        return SimpleNamespace(
+            get_vocab=lambda: vocab,
+            bos_token="<s>",
+            eos_token="</s>",
+            pad_token=None,
+            unk_token=None,
+            chat_template=template,
+            added_tokens_decoder={i: SimpleNamespace(content=c, special=True) for i, c in added.items()},
+        )
+
+    assert spare_special_token(tokenizer({"<|MASK|>": 7}, {0: "<s>", 9: "<x>"})) == ("<|MASK|>", 7)
+    assert spare_special_token(tokenizer({}, {0: "<s>", 3: "<a>", 9: "<t>"}, template="<t>")) == ("<a>", 3)
+    with pytest.raises(
+        ValueError, match=r"random drafter: the tokenizer's special tokens are .*expected a spare"
+    ):
+        spare_special_token(tokenizer({}, {0: "<s>", 1: "</s>"}))
+
+
+def test_a_mode_past_its_timeout_is_stopped_with_the_processes_it_started(monkeypatch, tmp_path):
+    """SGLang's scheduler runs in child processes: a timed-out mode must not leave them holding memory."""
+    import signal
+    import sys
+    import time
+
+    from sglang_dflash.bench import harness
+
+    pid_file = tmp_path / "grandchild.pid"
+    hang = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(120)\n"
+    )
+    monkeypatch.setattr(harness, "engine_command", lambda config, result: [sys.executable, "-c", hang])
+    cfg = BenchConfig(model="m", datasets=[], out=str(tmp_path), modes=["baseline"], timeout_s=3)
+    with pytest.raises(RuntimeError, match="bench: mode baseline ran past --timeout-s 3; expected it"):
+        harness.run_mode(cfg, "baseline", [], str(tmp_path))
+    grandchild = int(pid_file.read_text())
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(grandchild, signal.SIGKILL)
+        pytest.fail(f"the mode's child process {grandchild} outlived the timeout")
+
+
+def test_results_json_keeps_token_ids_on_one_line_and_reads_back_equal():
+    from sglang_dflash.bench.report import readable_json
+
+    raw = {
+        "modes": [{"samples": [{"output_ids": [5, -1, 49151], "latency": 0.5, "empty": []}]}],
+        "x": [1.5, 2],
+    }
+    text = readable_json(raw)
+    assert json.loads(text) == raw
+    assert '"output_ids": [5,-1,49151]' in text and '"empty": []' in text
+    assert len(text) < len(json.dumps(raw, indent=1))

@@ -8,6 +8,10 @@ Modes: ``baseline`` (no speculation), ``dflash`` (ours), ``dflash-adaptive`` (ou
 DFLASH, selected through ``SGLANG_DFLASH_IMPL=builtin``), ``ngram`` (SGLang's NGRAM, no drafter).
 At temperature 0 every output is also re-scored teacher-forced by the float32 target
 (:mod:`sglang_dflash.evaluation`), for every mode, baseline included.
+
+``--drafter random`` serves a random drafter of the target's shape (tau about 1): the per-step
+overhead of speculation. The report is rewritten after every mode, so a run stopped midway keeps
+what it measured, and a mode that fails is recorded in the report while the others still run.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import argparse
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -85,11 +90,12 @@ class BenchConfig:
     warmup: int = 4
     device: str = "cuda"
     max_total_tokens: int | None = None
+    rounds: int | None = None
 
     def __post_init__(self) -> None:
         """Raise ValueError (FileNotFoundError for a missing dataset) naming the first bad flag."""
         unknown = [m for m in self.modes if m not in MODES]
-        if unknown:
+        if unknown or not self.modes:
             raise ValueError(
                 f"bench: --modes is {self.modes}; expected some of {list(MODES)} (unknown: {unknown})"
             )
@@ -109,12 +115,41 @@ class BenchConfig:
         for flag, value in (("--num-prompts", self.num_prompts), ("--max-new-tokens", self.max_new_tokens)):
             if value < 1:
                 raise ValueError(f"bench: {flag} is {value}; expected an integer >= 1")
+        if self.rounds is not None and self.rounds < 1:
+            raise ValueError(f"bench: --rounds is {self.rounds}; expected an integer >= 1")
         if self.temperature < 0:
             raise ValueError(f"bench: --temperature is {self.temperature}; expected >= 0")
         if not self.concurrency or any(c < 1 for c in self.concurrency):
             raise ValueError(f"bench: --concurrency is {self.concurrency}; expected integers >= 1")
         for path in self.datasets:
             read_jsonl_prompts(path, limit=1)  # exists and parses
+
+
+RANDOM_DRAFTER = "random"
+
+
+def prompts_per_level(cfg: BenchConfig, concurrency: int) -> int:
+    """How many prompts of each dataset a concurrency level runs.
+
+    ``--rounds R`` gives each level R x concurrency prompts, at most ``--num-prompts``, so
+    concurrency 1 stays short while 64 still fills its slots; without it every level runs
+    ``--num-prompts``.
+    """
+    if cfg.rounds is None:
+        return cfg.num_prompts
+    return min(cfg.num_prompts, cfg.rounds * concurrency)
+
+
+def resolve_drafter(cfg: BenchConfig, workdir: str) -> BenchConfig:
+    """``cfg`` with ``--drafter random`` replaced by a random drafter written under ``workdir``."""
+    if cfg.drafter != RANDOM_DRAFTER:
+        return cfg
+    from ..testing import save_random_drafter
+
+    path = save_random_drafter(
+        cfg.model, os.path.join(workdir, "random-drafter"), block_size=cfg.block_size or 16
+    )
+    return dataclasses.replace(cfg, drafter=path)
 
 
 def engine_args(cfg: BenchConfig, mode: str) -> dict:
@@ -179,6 +214,11 @@ def environment(cfg: BenchConfig) -> dict:
     return info
 
 
+def engine_command(config_path: str, result_path: str) -> list[str]:
+    """The process that serves one mode (:mod:`sglang_dflash.bench.engine_run`)."""
+    return [sys.executable, "-m", "sglang_dflash.bench.engine_run", config_path, result_path]
+
+
 def run_mode(cfg: BenchConfig, mode: str, groups: list[dict], workdir: str) -> dict:
     config_path = os.path.join(workdir, f"{mode}.config.json")
     result_path = os.path.join(workdir, f"{mode}.result.json")
@@ -194,11 +234,21 @@ def run_mode(cfg: BenchConfig, mode: str, groups: list[dict], workdir: str) -> d
             },
             f,
         )
-    proc = subprocess.run(
-        [sys.executable, "-m", "sglang_dflash.bench.engine_run", config_path, result_path],
+    # Its own process group: on a timeout SGLang's scheduler and detokenizer processes go too, so the
+    # next mode does not start beside an engine that still holds the GPU's memory.
+    proc = subprocess.Popen(
+        engine_command(config_path, result_path),
         env=mode_env(mode, os.path.join(workdir, f"{mode}.profile.json"), cfg.device),
-        timeout=cfg.timeout_s,
+        start_new_session=True,
     )
+    try:
+        proc.wait(timeout=cfg.timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise RuntimeError(
+            f"bench: mode {mode} ran past --timeout-s {cfg.timeout_s}; expected it to finish within it"
+        ) from None
     if proc.returncode != 0 or not os.path.exists(result_path):
         raise RuntimeError(
             f"bench: mode {mode}'s exit code is {proc.returncode}; expected 0 (see its output above)"
@@ -229,8 +279,12 @@ def rescore(cfg: BenchConfig, raw: dict, prompts: dict[str, list]) -> None:
             group["greedy_consistency"] = ConsistencyReport.from_gaps(gaps).as_dict()
 
 
-def run(cfg: BenchConfig) -> dict[str, str]:
-    """Run every mode of ``cfg`` (checked when it was built) and write the report; returns its paths."""
+def run(cfg: BenchConfig) -> tuple[dict[str, str], list[dict]]:
+    """Run every mode of ``cfg`` (checked when it was built) and write the report.
+
+    The report is rewritten after each mode; a mode that fails (exit code, timeout) is listed under
+    ``failed_modes`` and the remaining modes still run. Returns the report's paths and those failures.
+    """
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(cfg.model)
@@ -239,7 +293,9 @@ def run(cfg: BenchConfig) -> dict[str, str]:
         {
             "dataset": name,
             "concurrency": c,
-            "prompts": [{"id": p.id, "input_ids": list(p.input_ids)} for p in ps],
+            "prompts": [
+                {"id": p.id, "input_ids": list(p.input_ids)} for p in ps[: prompts_per_level(cfg, c)]
+            ],
         }
         for c in cfg.concurrency
         for name, ps in prompts.items()
@@ -251,19 +307,32 @@ def run(cfg: BenchConfig) -> dict[str, str]:
         "config": dataclasses.asdict(cfg),
         "environment": environment(cfg),
         "modes": [],
+        "failed_modes": [],
     }
+    paths: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as workdir:
+        served = resolve_drafter(cfg, workdir)
         for mode in tqdm(cfg.modes, desc="modes", unit="mode"):
-            raw["modes"].append(run_mode(cfg, mode, groups, workdir))
-    if cfg.temperature == 0 and cfg.rescore:
+            try:
+                raw["modes"].append(run_mode(served, mode, groups, workdir))
+            except RuntimeError as e:
+                print(f"bench: mode {mode} failed ({e}); the other modes still run", file=sys.stderr)
+                raw["failed_modes"].append({"mode": mode, "error": str(e)})
+            paths = write_report(raw, cfg.out)
+    if cfg.temperature == 0 and cfg.rescore and raw["modes"]:
         rescore(cfg, raw, prompts)
-    return write_report(raw, cfg.out)
+        paths = write_report(raw, cfg.out)
+    return paths, raw["failed_modes"]
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="benchmark our DFLASH against the built-in, NGRAM and no speculation")
     p.add_argument("--model", required=True)
-    p.add_argument("--drafter", default=None)
+    p.add_argument(
+        "--drafter",
+        default=None,
+        help=f"a drafter directory, or {RANDOM_DRAFTER!r}: a random one of the target's shape (tau about 1)",
+    )
     p.add_argument("--datasets", nargs="+", required=True, help="JSONL files of {id, prompt}")
     p.add_argument("--out", required=True, help="output directory for results.{json,md,png}")
     p.add_argument(
@@ -272,7 +341,13 @@ def add_parser(sub) -> None:
         type=lambda s: [m.strip() for m in s.split(",") if m.strip()],
         help=f"comma-separated, default {','.join(GPU_MODES)} (--device cpu: {','.join(CPU_MODES)})",
     )
-    p.add_argument("--num-prompts", type=int, default=64)
+    p.add_argument("--num-prompts", type=int, default=64, help="prompts per dataset (the most a level runs)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="each concurrency level c runs rounds x c prompts per dataset (capped at --num-prompts)",
+    )
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--concurrency", type=parse_concurrency, default=[1, 4, 16])
@@ -306,6 +381,6 @@ def main(args) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    paths = run(cfg)
+    paths, failed = run(cfg)
     print(json.dumps(paths))
-    return 0
+    return 1 if failed else 0

@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 
 from .metrics import agreement_with_baseline, speedups, summarize_group
 
 
 def summarize(raw: dict) -> list[dict]:
-    """One row per (dataset, concurrency, mode) with metrics, speedup and output agreement."""
+    """One row per (dataset, concurrency, mode) with metrics, output agreement and throughput ratios.
+
+    ``speedup`` is the ratio to ``baseline``, ``vs_builtin`` to SGLang's built-in DFLASH, both within
+    the same (dataset, concurrency) of the same run.
+    """
     by_key: dict[tuple, dict[str, dict]] = {}
     for mode_result in raw["modes"]:
         for group in mode_result["groups"]:
@@ -19,6 +24,7 @@ def summarize(raw: dict) -> list[dict]:
     for (dataset, concurrency), groups in sorted(by_key.items()):
         summary = {mode: summarize_group(g["samples"], g["wall_seconds"]) for mode, g in groups.items()}
         ratios = speedups(summary)
+        versus_builtin = speedups(summary, baseline="dflash-builtin")
         for mode, s in summary.items():
             row = {
                 "dataset": dataset,
@@ -26,6 +32,7 @@ def summarize(raw: dict) -> list[dict]:
                 "mode": mode,
                 **s,
                 "speedup": ratios.get(mode, math.nan),
+                "vs_builtin": versus_builtin.get(mode, math.nan),
             }
             if "baseline" in groups and raw.get("temperature", 0) == 0:
                 row["exact_match_rate"] = agreement_with_baseline(
@@ -50,6 +57,7 @@ COLUMNS = [
     ("mode", 0),
     ("output_tokens_per_s", 1),
     ("speedup", 2),
+    ("vs_builtin", 2),
     ("tau", 2),
     ("latency_p50", 2),
     ("latency_p90", 2),
@@ -101,13 +109,23 @@ def plot_speedups(rows: list[dict], path: str) -> None:
     plt.close(fig)
 
 
+def readable_json(obj: object) -> str:
+    """Indented JSON with every list of integers (token ids) on one line.
+
+    Token ids are most of a run's bytes; one per line would make a committed result several times
+    larger (the checkout must stay small enough to travel to the GPU host).
+    """
+    text = json.dumps(obj, indent=1)
+    return re.sub(r"\[[\d,\s-]*\]", lambda m: "[" + "".join(m.group(0)[1:-1].split()) + "]", text)
+
+
 def write_report(raw: dict, out_dir: str, stem: str = "results") -> dict[str, str]:
     """Write ``stem.json`` (raw + summary rows), ``stem.md`` and ``stem.png``; returns their paths."""
     os.makedirs(out_dir, exist_ok=True)
     rows = summarize(raw)
     paths = {ext: os.path.join(out_dir, f"{stem}.{ext}") for ext in ("json", "md", "png")}
     with open(paths["json"], "w", encoding="utf-8") as f:
-        json.dump({**raw, "summary": rows}, f, indent=1)
+        f.write(readable_json({**raw, "summary": rows}))
     env = raw.get("environment", {})
     with open(paths["md"], "w", encoding="utf-8") as f:
         f.write(f"# Benchmark: {env.get('model', '?')} on {env.get('gpu', '?')}\n\n")
@@ -116,6 +134,8 @@ def write_report(raw: dict, out_dir: str, stem: str = "results") -> dict[str, st
             f"drafter {env.get('drafter', '?')}\n\n"
         )
         f.write(markdown_table(rows))
+        for failure in raw.get("failed_modes", []):
+            f.write(f"\n**mode {failure['mode']} failed**: {failure['error']}\n")
     try:
         plot_speedups(rows, paths["png"])
     except ImportError:  # a GPU host without matplotlib: re-render later with `sglang-dflash bench-report`

@@ -43,40 +43,19 @@ def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp("gpu")
 
 
-def random_drafter(target_dir, out_dir, mask_token_id):
-    from transformers import AutoConfig
-
-    from sglang_dflash import save_drafter
-    from sglang_dflash.testing import make_tiny_drafter
-
-    drafter = make_tiny_drafter(
-        AutoConfig.from_pretrained(target_dir),
-        seed=0,
-        num_layers=1,
-        block_size=16,
-        mask_token_id=mask_token_id,
-        std=0.02,
-    )
-    # SmolLM2's vocabulary has no spare slot for <|MASK|>: reuse a rare special token, named so
-    # that SGLang's built-in DFLASH (which checks the string) loads the same file.
-    drafter.config = drafter.config.replace(mask_token="<filename>")
-    save_drafter(drafter, str(out_dir), dtype=__import__("torch").bfloat16)
-    return str(out_dir)
-
-
 @pytest.fixture(scope="session")
 def pairs(workdir):
     """(name, target, drafter, drafter kind) for SmolLM2 and a random Qwen3 target."""
     import torch
     from transformers import AutoTokenizer
 
-    from sglang_dflash.testing import make_tiny_target
+    from sglang_dflash.testing import make_tiny_target, save_random_drafter
 
     trained = os.path.join(ROOT, "drafters", "smollm2-135m-instruct")
     smol_drafter = (
         trained
         if os.path.exists(os.path.join(trained, "config.json"))
-        else random_drafter(SMOLLM2, workdir / "smol-drafter", 6)
+        else save_random_drafter(SMOLLM2, str(workdir / "smol-drafter"))
     )
     qwen_dir = workdir / "qwen3-random"
     qwen = make_tiny_target(
@@ -99,7 +78,12 @@ def pairs(workdir):
     AutoTokenizer.from_pretrained(SMOLLM2).save_pretrained(qwen_dir)
     return [
         ("smollm2", SMOLLM2, smol_drafter, "trained" if smol_drafter == trained else "random"),
-        ("qwen3-random", str(qwen_dir), random_drafter(str(qwen_dir), workdir / "qwen-drafter", 6), "random"),
+        (
+            "qwen3-random",
+            str(qwen_dir),
+            save_random_drafter(str(qwen_dir), str(workdir / "qwen-drafter")),
+            "random",
+        ),
     ]
 
 

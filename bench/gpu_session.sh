@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# One stage of the GPU acceptance + benchmark session (issue 12), run on the GPU host by the device
+# tool, one stage per call, after the kit's parts are installed (README, "GPU host runbook"):
+#
+#   bash bench/gpu_session.sh accept      # pytest -m gpu tests/gpu: lossless, meta_info, aborts, built-in loads our files
+#   bash bench/gpu_session.sh bench       # trained drafter: baseline, ours, built-in, NGRAM at c = 1, 4, 16, 64
+#   bash bench/gpu_session.sh overhead    # random drafter (tau ~1), c = 1 and 16; then the temperature-0.7 rows
+#
+# Every stage installs this checkout into the kit's site (offline, seconds), writes what it measured
+# under $OUT (at most 8 files, two folders deep: the device tool's limits) and prints a short table
+# last. Knobs (environment): NUM_PROMPTS, ROUNDS, CONCURRENCY, MAX_NEW_TOKENS, MODE_TIMEOUT_S,
+# DATA (the prompt sets' folder, default .gpu-data), MODEL (default the kit's SmolLM2).
+# DRY_RUN=1 prints the commands instead of running them (tests/test_gpu_session.py checks them on CPU).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+stage="${1:-}"
+OUT="${OUT:-/tmp/gpu-session-out}"
+DATA="${DATA:-.gpu-data}"
+MODEL="${MODEL:-/tmp/models/smollm2-135m-instruct}"
+DRAFTER="drafters/smollm2-135m-instruct"
+NUM_PROMPTS="${NUM_PROMPTS:-64}"
+ROUNDS="${ROUNDS:-8}"
+CONCURRENCY="${CONCURRENCY:-1,4,16,64}"
+MAX_NEW_TOKENS="${MAX_NEW_TOKENS:-256}"
+# One mode must not eat the whole 10-minute call; the report keeps the modes that finished.
+MODE_TIMEOUT_S="${MODE_TIMEOUT_S:-240}"
+
+run() {
+  if [ "${DRY_RUN:-0}" = 1 ]; then
+    printf '%s\n' "$*"
+  else
+    "$@"
+  fi
+}
+
+prepare() {
+  if [ "${DRY_RUN:-0}" = 1 ]; then
+    return
+  fi
+  # shellcheck disable=SC1091
+  source /tmp/site/env.sh
+  mkdir -p "$OUT"
+  exec > >(tee -a "$OUT/$stage.log") 2>&1  # the whole log comes back, not only the reply's tail
+  python3 -m pip install -q --no-deps --no-build-isolation --no-index -e .
+  export PYTHONUNBUFFERED=1
+}
+
+bench() {  # bench OUT_SUBDIR [bench flags...]
+  local sub="$1"
+  shift
+  run sglang-dflash bench --model "$MODEL" --datasets "$DATA/humaneval.jsonl" "$DATA/gsm8k.jsonl" \
+    --max-new-tokens "$MAX_NEW_TOKENS" --timeout-s "$MODE_TIMEOUT_S" --out "$OUT/$sub" "$@"
+}
+
+table() {  # the markdown tables written so far, last in the output
+  if [ "${DRY_RUN:-0}" != 1 ]; then
+    for md in "$OUT"/*/results.md; do
+      [ -f "$md" ] && { echo "== $md"; cat "$md"; }
+    done
+  fi
+}
+
+# A failed step still lets the later ones run and the tables print; the stage's exit code is the
+# first failure's.
+rc=0
+case "$stage" in
+  accept)
+    prepare
+    run python3 -m pytest -m gpu tests/gpu -s -q -p no:cacheprovider --junitxml "$OUT/gpu-tests.xml" || rc=$?
+    ;;
+  bench)
+    prepare
+    bench main --drafter "$DRAFTER" --modes baseline,dflash,dflash-builtin,ngram \
+      --concurrency "$CONCURRENCY" --num-prompts "$NUM_PROMPTS" --rounds "$ROUNDS" || rc=$?
+    ;;
+  overhead)
+    prepare
+    bench random-drafter --drafter random --modes baseline,dflash,dflash-builtin \
+      --concurrency 1,16 --num-prompts 32 --rounds "$ROUNDS" || rc=$?
+    bench temperature-0.7 --drafter "$DRAFTER" --modes baseline,dflash,dflash-builtin \
+      --concurrency 1,16 --num-prompts 32 --rounds "$ROUNDS" --temperature 0.7 || { [ "$rc" != 0 ] || rc=$?; }
+    ;;
+  *)
+    echo "gpu_session.sh: stage is '$stage'; expected one of accept, bench, overhead" >&2
+    exit 2
+    ;;
+esac
+table
+exit "$rc"

@@ -1,0 +1,78 @@
+"""bench/gpu_session.sh, the GPU session's stages, checked on CPU: every benchmark it would run parses
+and validates as a ``sglang-dflash bench`` command, and the stages cover what issue 12 asks for
+(trained drafter at concurrency 1-64 in all four modes, a random drafter, a temperature-0.7 row).
+
+A GPU call costs device time that a typo would waste; here a typo costs a CI run.
+"""
+
+import os
+import shlex
+import subprocess
+
+from sglang_dflash.bench.harness import prompts_per_level
+from sglang_dflash.cli import main as cli_main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA = os.path.join(ROOT, "..", "shared", "data")
+SCRIPT = os.path.join(ROOT, "bench", "gpu_session.sh")
+
+
+def dry_run(stage: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", SCRIPT, stage],
+        env={**os.environ, "DRY_RUN": "1", "DATA": SHARED_DATA, "OUT": "/gpu-out", **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def bench_configs(stage: str, monkeypatch, **env: str) -> list:
+    """The BenchConfig of every ``sglang-dflash bench`` line the stage prints, as the CLI builds it."""
+    from sglang_dflash.bench import harness
+
+    proc = dry_run(stage, **env)
+    assert proc.returncode == 0, proc.stderr
+    configs = []
+    monkeypatch.setattr(harness, "run", lambda cfg: (configs.append(cfg), ({}, []))[1])
+    for line in proc.stdout.splitlines():
+        words = shlex.split(line)
+        if words[:2] == ["sglang-dflash", "bench"]:
+            assert cli_main(words[1:]) == 0, line
+    return configs
+
+
+def test_the_bench_stage_runs_all_four_modes_on_both_sets_up_to_concurrency_64(monkeypatch):
+    (cfg,) = bench_configs("bench", monkeypatch)
+    assert cfg.modes == ["baseline", "dflash", "dflash-builtin", "ngram"]
+    assert cfg.drafter == "drafters/smollm2-135m-instruct" and os.path.exists(
+        os.path.join(ROOT, cfg.drafter, "model.safetensors")
+    )
+    assert cfg.concurrency == [1, 4, 16, 64] and cfg.max_new_tokens == 256 and cfg.temperature == 0
+    assert [os.path.basename(d) for d in cfg.datasets] == ["humaneval.jsonl", "gsm8k.jsonl"]
+    assert cfg.out == "/gpu-out/main" and cfg.rescore
+    # every level gets at least one full round of prompts per set, concurrency 1 several
+    assert [prompts_per_level(cfg, c) // c for c in cfg.concurrency][0] >= 4
+    assert all(prompts_per_level(cfg, c) >= c for c in cfg.concurrency)
+
+
+def test_the_overhead_stage_measures_a_random_drafter_and_a_sampled_row(monkeypatch):
+    random_drafter, sampled = bench_configs("overhead", monkeypatch)
+    assert random_drafter.drafter == "random" and 1 in random_drafter.concurrency
+    assert random_drafter.modes == ["baseline", "dflash", "dflash-builtin"]
+    assert sampled.temperature == 0.7 and sampled.drafter == "drafters/smollm2-135m-instruct"
+    assert {random_drafter.out, sampled.out} == {"/gpu-out/random-drafter", "/gpu-out/temperature-0.7"}
+
+
+def test_knobs_reach_the_commands(monkeypatch):
+    (cfg,) = bench_configs("bench", monkeypatch, CONCURRENCY="1,8", NUM_PROMPTS="16", ROUNDS="2")
+    assert (cfg.concurrency, cfg.num_prompts, cfg.rounds) == ([1, 8], 16, 2)
+
+
+def test_the_accept_stage_runs_the_gpu_tests_and_a_bad_stage_is_refused():
+    accept = dry_run("accept")
+    assert accept.returncode == 0
+    assert shlex.split(accept.stdout)[:6] == ["python3", "-m", "pytest", "-m", "gpu", "tests/gpu"]
+    bad = dry_run("benchmark")
+    assert bad.returncode == 2
+    assert "stage is 'benchmark'; expected one of accept, bench, overhead" in bad.stderr
