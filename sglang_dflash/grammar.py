@@ -140,7 +140,7 @@ class BlockGrammar:
         self,
         draft_logits: torch.Tensor,
         sampling: spec.BatchSampling,
-        generator: torch.Generator | None = None,
+        generator: torch.Generator | spec.SeededDraws | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Drafts [bs, n] chosen position by position under the grammar (n = width - 1).
 
@@ -162,7 +162,7 @@ class BlockGrammar:
             logits = draft_logits[:, j].clone()
             rows = torch.arange(bs) * width + j
             apply_bitmask(self.first, logits, bitmask[rows])
-            chosen, chosen_probs = spec.draft_tokens(logits[:, None], sampling, generator)
+            chosen, chosen_probs = spec.draft_tokens(logits[:, None], sampling, spec.shifted(generator, j))
             drafts.append(chosen[:, 0])
             probs.append(chosen_probs)
             for r, token in enumerate(chosen[:, 0].tolist()):

@@ -27,8 +27,10 @@ from torch import nn
 
 from .draft_model import DFlashDraftModel, gather_kv_columns, left_pack_order
 from .speculative import (
+    TARGET_DRAW,
     BatchSampling,
     SamplingParams,
+    SeededDraws,
     accept,
     block_positions,
     build_block,
@@ -130,10 +132,10 @@ def _check_inputs(
 
 
 def _sample_first(
-    logits: torch.Tensor, sampling: BatchSampling, generator: torch.Generator | None
+    logits: torch.Tensor, sampling: BatchSampling, generator: torch.Generator | SeededDraws | None
 ) -> torch.Tensor:
     """The prefill's token per row from the target's last logits [bs, V] (the first bonus tokens)."""
-    return sample_from(sampling_probs(logits[:, None, :], sampling), generator)[:, 0]
+    return sample_from(sampling_probs(logits[:, None, :], sampling), generator, TARGET_DRAW)[:, 0]
 
 
 def _draft(
@@ -143,7 +145,7 @@ def _draft(
     positions: torch.Tensor,
     cache,
     sampling: BatchSampling,
-    generator: torch.Generator | None,
+    generator: torch.Generator | SeededDraws | None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """One drafter pass: drafts [bs, block_size - 1] and their distributions (see :func:`draft_tokens`)."""
     embeds = target.get_input_embeddings()(block)
@@ -164,7 +166,9 @@ def spec_generate(
     """Generate continuations of ``prompts`` with DFlash speculative decoding.
 
     ``sampling`` is one :class:`SamplingParams` for all rows or one per row (greedy and sampled
-    rows can share a batch).  ``block_size`` defaults to the drafter's.
+    rows can share a batch).  ``block_size`` defaults to the drafter's.  Sampled rows draw from
+    ``generator``; once any row has a ``seed``, every row draws from its own seed instead (42 where
+    it has none, as SGLang), and a seeded row's output is the same in any batch.
     """
     block_size = block_size or drafter.block_size
     _check_inputs(target, drafter, prompts, block_size)
@@ -189,12 +193,13 @@ def spec_generate(
         output_hidden_states=True,
         logits_to_keep=1,
     )
-    bonus_tokens = _sample_first(out.logits[:, -1], batch, generator)
+    seq_lens = attention_mask.sum(1)
+    # The first new token sits at position seq_len; SamplingParams.seed makes rows reproducible.
+    bonus_tokens = _sample_first(out.logits[:, -1], batch, batch.draws(seq_lens, generator))
     dcache = drafter.new_cache(len(prompts), device, drafter.fc.weight.dtype)
     drafter.extend_cache(
         dcache, drafter.select_target_features(out.hidden_states, layer_ids), attention_mask.bool(), positions
     )
-    seq_lens = attention_mask.sum(1)
 
     tokens = [[int(t)] for t in bonus_tokens.tolist()]
     accept_lens_per_request: list[list[int]] = [[] for _ in prompts]
@@ -219,7 +224,8 @@ def spec_generate(
 
         block = build_block(bonus_tokens, block_size, drafter.mask_token_id)
         pos = block_positions(seq_lens, block_size)
-        drafts, draft_probs = _draft(target, drafter, block, pos, dcache, batch, generator)
+        draws = batch.draws(seq_lens + 1, generator)  # the drafts decide positions seq_len + 1 ...
+        drafts, draft_probs = _draft(target, drafter, block, pos, dcache, batch, draws)
         block[:, 1:] = drafts
         out = target(
             block,
@@ -229,7 +235,7 @@ def spec_generate(
             use_cache=True,
             output_hidden_states=True,
         )
-        num_correct_drafts, emitted = accept(drafts, draft_probs, out.logits, batch, generator)
+        num_correct_drafts, emitted = accept(drafts, draft_probs, out.logits, batch, draws)
         accept_lens = num_correct_drafts + 1
 
         # Commit: block columns 0 .. num_correct_drafts hold committed tokens (KV + context features).

@@ -28,6 +28,8 @@ size; shapes are written ``[bs, block_size, V]``.
   at the first rejection sample from the residual norm(max(p - q, 0)); if all are accepted sample
   the bonus token from p.  This keeps the output distribution exactly the target's.
 - :func:`truncate_at_stop`: how many emitted tokens survive max-new-tokens and stop tokens.
+- :class:`SeededDraws`: per-request reproducible randomness (a request's seed and the absolute
+  position of the token being decided), passed where a ``torch.Generator`` would be.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class SamplingParams:
     min_p: float = 0.0
     max_new_tokens: int = 128
     stop_token_ids: tuple[int, ...] = ()
+    seed: int | None = None  # SGLang's sampling_seed: same seed, same output (see SeededDraws)
 
     def __post_init__(self) -> None:
         if not self.temperature >= 0:
@@ -65,6 +68,8 @@ class SamplingParams:
             raise ValueError(
                 f"SamplingParams: max_new_tokens is {self.max_new_tokens!r}; expected an integer >= 1"
             )
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
+            raise ValueError(f"SamplingParams: seed is {self.seed!r}; expected an integer or None")
         object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in self.stop_token_ids))
 
     @property
@@ -88,12 +93,16 @@ class BatchSampling:
     stop_token_ids: torch.Tensor  # [bs, max_stops] int64, -1 padded
     all_greedy: bool  # every row is greedy: drafts and acceptance by argmax only
     needs_filters: bool  # some sampled row uses top-k, top-p or min-p
+    seeds: torch.Tensor | None = None  # [bs] int64 per-request seeds, or None: the generator's draws
 
     @classmethod
     def from_params(
         cls, params: Sequence[SamplingParams], device: torch.device | str = "cpu"
     ) -> BatchSampling:
         width = max([len(p.stop_token_ids) for p in params] + [1])
+        # As SGLang under --enable-deterministic-inference: once a row has a seed, rows without one use 42.
+        seeded = any(p.seed is not None for p in params)
+        seeds = [DEFAULT_SEED if p.seed is None else p.seed for p in params]
         stops = torch.full((len(params), width), -1, dtype=torch.long)
         for row, p in enumerate(params):
             stops[row, : len(p.stop_token_ids)] = torch.tensor(p.stop_token_ids, dtype=torch.long)
@@ -106,6 +115,7 @@ class BatchSampling:
             all_greedy=all(p.greedy for p in params),
             # Greedy rows become one-hot whatever their filters, so only sampled rows count.
             needs_filters=any(p.top_k > 0 or p.top_p < 1 or p.min_p > 0 for p in params if not p.greedy),
+            seeds=torch.tensor(seeds, dtype=torch.long, device=device) if seeded else None,
         )
 
     @property
@@ -124,7 +134,98 @@ class BatchSampling:
             stop_token_ids=self.stop_token_ids[rows],
             all_greedy=self.all_greedy,
             needs_filters=self.needs_filters,
+            seeds=None if self.seeds is None else self.seeds[rows],
         )
+
+    def draws(
+        self, first_positions: torch.Tensor, generator: torch.Generator | None = None
+    ) -> torch.Generator | SeededDraws | None:
+        """The randomness of one step: :class:`SeededDraws` for seeded rows, else ``generator``.
+
+        ``first_positions`` [bs] is the absolute position of the first token the step decides.
+        """
+        if self.seeds is None or self.all_greedy:
+            return generator
+        return SeededDraws(self.seeds, first_positions.to(torch.long))
+
+
+# ---------------------------------------------------------------------------- seeded randomness
+DEFAULT_SEED = 42  # SGLang's sampling_seed for a request without one
+# Which decision a uniform draw belongs to: the same position's draws for different uses are independent.
+DRAFT_DRAW, ACCEPT_DRAW, TARGET_DRAW = 1, 2, 3
+
+
+def _signed64(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+_SPLITMIX = tuple(_signed64(c) for c in (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB))
+
+
+def _shift_right(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Logical right shift of int64 (torch's ``>>`` is arithmetic on signed integers)."""
+    return (x >> bits) & ((1 << (64 - bits)) - 1)
+
+
+def _splitmix64(x: torch.Tensor) -> torch.Tensor:
+    """SplitMix64's mixing function on int64 tensors (wrapping arithmetic, the same on CPU and CUDA)."""
+    x = x + _SPLITMIX[0]
+    x = (x ^ _shift_right(x, 30)) * _SPLITMIX[1]
+    x = (x ^ _shift_right(x, 27)) * _SPLITMIX[2]
+    return x ^ _shift_right(x, 31)
+
+
+def seeded_uniforms(seeds: torch.Tensor, positions: torch.Tensor, draw: int) -> torch.Tensor:
+    """Uniforms in [0, 1) (float64) of the shape of ``positions``, one per (seed, position, draw).
+
+    ``seeds`` [bs] broadcast over ``positions`` [bs, ...]. A value depends on nothing else: not on the
+    batch, the step or the block size, which is what makes a seeded request reproducible.
+    """
+    seeds = seeds.view(-1, *([1] * (positions.dim() - 1)))
+    x = _splitmix64(_splitmix64(_splitmix64(seeds) + positions) + draw)
+    return _shift_right(x, 11).to(torch.float64) * 2.0**-53
+
+
+@dataclass(frozen=True)
+class SeededDraws:
+    """Per-request randomness of one step: the draw for the token at absolute position ``P`` of a
+    request is ``seeded_uniforms(seed, P, kind)``, whichever batch or step decides it.
+
+    Lossless still: each position's draws decide that position once (a draft sampled earlier at a
+    position that no verify reached influenced nothing committed), and the kinds are independent.
+    """
+
+    seeds: torch.Tensor  # [bs] int64
+    first_positions: torch.Tensor  # [bs] int64: the absolute position of the step's first decision
+
+    def uniforms(self, n: int, draw: int, offsets: torch.Tensor | None = None) -> torch.Tensor:
+        """[bs, n] uniforms for positions ``first + offset + j`` (j < n)."""
+        first = self.first_positions if offsets is None else self.first_positions + offsets
+        positions = first[:, None] + torch.arange(n, device=first.device)[None, :]
+        return seeded_uniforms(self.seeds, positions, draw)
+
+    def shifted(self, offset: int) -> SeededDraws:
+        """The draws of positions ``offset`` further on (drafts chosen one position at a time)."""
+        return SeededDraws(self.seeds, self.first_positions + offset)
+
+
+def shifted(generator: torch.Generator | SeededDraws | None, offset: int):
+    """``generator`` for the decision ``offset`` positions after its first (unchanged if not seeded)."""
+    return generator.shifted(offset) if isinstance(generator, SeededDraws) else generator
+
+
+def _inverse_cdf(probs: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+    """Tokens [n] for probs [n, V] and uniforms [n]: the first token whose cumulative mass exceeds u.
+
+    A token of probability 0 is never chosen. Float64 cumulative mass, a chunk of rows at a time.
+    """
+    tokens = torch.empty(probs.shape[0], dtype=torch.long, device=probs.device)
+    step = filter_chunk_rows(probs.shape[-1])
+    for start in range(0, probs.shape[0], step):
+        cdf = probs[start : start + step].to(torch.float64).cumsum_(-1)
+        target = (uniforms[start : start + step] * cdf[:, -1])[:, None]
+        tokens[start : start + step] = torch.searchsorted(cdf, target, right=True)[:, 0]
+    return tokens.clamp_(max=probs.shape[-1] - 1)
 
 
 # ---------------------------------------------------------------------------- the block
@@ -224,9 +325,21 @@ def sampling_probs(logits: torch.Tensor, sampling: BatchSampling, apply_filters:
     return probs
 
 
-def sample_from(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """One token per distribution: probs [..., V] -> [...]."""
+def sample_from(
+    probs: torch.Tensor,
+    generator: torch.Generator | SeededDraws | None = None,
+    draw: int = DRAFT_DRAW,
+    offsets: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """One token per distribution: probs [..., V] -> [...].
+
+    With :class:`SeededDraws`, probs is [bs, n, V] for positions ``first + offsets + j`` and each
+    token comes from that position's ``draw`` uniform (inverse CDF); otherwise ``torch.multinomial``.
+    """
     flat = probs.reshape(-1, probs.shape[-1])
+    if isinstance(generator, SeededDraws):
+        bs, n = probs.shape[0], probs.shape[1]
+        return _inverse_cdf(flat, generator.uniforms(n, draw, offsets).reshape(-1)).view(bs, n)
     return torch.multinomial(flat, 1, generator=generator).view(probs.shape[:-1])
 
 
@@ -241,7 +354,8 @@ def residual_distribution(target_probs: torch.Tensor, draft_probs: torch.Tensor)
 def draft_tokens(
     draft_logits: torch.Tensor,
     sampling: BatchSampling,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | SeededDraws | None = None,
+    draw: int = DRAFT_DRAW,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Draft tokens [bs, block_size - 1] from the drafter's logits [bs, block_size - 1, V].
 
@@ -253,7 +367,7 @@ def draft_tokens(
     if sampling.all_greedy:
         return argmax_drafts, None
     draft_probs = sampling_probs(draft_logits, sampling, apply_filters=sampling.needs_filters)
-    sampled = sample_from(draft_probs, generator)
+    sampled = sample_from(draft_probs, generator, draw)
     return torch.where(sampling.greedy[:, None], argmax_drafts, sampled), draft_probs
 
 
@@ -262,7 +376,7 @@ def accept(
     draft_probs: torch.Tensor | None,
     target_logits: torch.Tensor,
     sampling: BatchSampling,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | SeededDraws | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Verify drafts [bs, block_size - 1] against target_logits [bs, block_size, V].
 
@@ -274,7 +388,7 @@ def accept(
     the target's own token, chosen as :func:`draft_tokens` chooses (argmax or a filtered sample).
     """
     if drafts.shape[1] == 0:
-        emitted, _ = draft_tokens(target_logits, sampling, generator)
+        emitted, _ = draft_tokens(target_logits, sampling, generator, TARGET_DRAW)
         return torch.zeros_like(emitted[:, 0]), emitted
     greedy_correct, greedy_emitted = greedy_accept(drafts, target_logits)
     if sampling.all_greedy:
@@ -307,7 +421,7 @@ def speculative_sampling_accept(
     drafts: torch.Tensor,
     draft_probs: torch.Tensor,
     target_probs: torch.Tensor,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | SeededDraws | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Lossless speculative sampling for a block.
 
@@ -318,7 +432,10 @@ def speculative_sampling_accept(
     bs, n = drafts.shape
     p = target_probs[:, :n].gather(-1, drafts[..., None])[..., 0]
     q = draft_probs.gather(-1, drafts[..., None])[..., 0]
-    u = torch.rand(bs, n, device=drafts.device, generator=generator)
+    if isinstance(generator, SeededDraws):
+        u = generator.uniforms(n, ACCEPT_DRAW).to(p.dtype)
+    else:
+        u = torch.rand(bs, n, device=drafts.device, generator=generator)
     accepted = (u * q < p).to(torch.long)
     num_correct_drafts = accepted.cumprod(dim=1).sum(dim=1)
     rows = torch.arange(bs, device=drafts.device)
@@ -326,7 +443,8 @@ def speculative_sampling_accept(
     # accept (q = 0 there).  Only these [bs, V] rows are copied.
     stop = num_correct_drafts
     q_stop = draft_probs[rows, stop.clamp(max=n - 1)] * (stop < n)[:, None].to(draft_probs.dtype)
-    bonus_tokens = sample_from(residual_distribution(target_probs[rows, stop], q_stop), generator)
+    residual = residual_distribution(target_probs[rows, stop], q_stop)[:, None]
+    bonus_tokens = sample_from(residual, generator, TARGET_DRAW, offsets=stop)[:, 0]
     emitted = torch.cat([drafts, drafts[:, :1]], dim=1).clone()
     emitted[rows, stop] = bonus_tokens
     return num_correct_drafts, emitted

@@ -15,7 +15,7 @@ from tiny_grammars import allowed_tokens, tiny_grammar_factory
 
 from sglang_dflash import SamplingParams
 from sglang_dflash.grammar import BlockGrammar, token_allowed
-from sglang_dflash.speculative import BatchSampling
+from sglang_dflash.speculative import BatchSampling, draft_tokens
 
 VOCAB = 64
 REGEX = "[0-5a-f]+(,[0-9]+)*"
@@ -121,3 +121,17 @@ def test_a_batch_without_grammars_gets_no_walk():
     assert BlockGrammar.of_batch([None, None], VOCAB) is None
     with pytest.raises(ValueError, match="grammars is all None"):
         BlockGrammar([None], VOCAB)
+
+
+def test_seeded_constrained_drafts_read_each_positions_own_draw():
+    """Drafts chosen one position at a time under the grammar use the draw of their own position, so
+    a row without a grammar drafts exactly what unconstrained seeded drafting gives."""
+    make = tiny_grammar_factory(VOCAB)
+    bs, n = 2, 5
+    logits = torch.randn(bs, n, VOCAB, generator=torch.Generator().manual_seed(3))
+    sampling = BatchSampling.from_params([SamplingParams(temperature=1.0, seed=s) for s in (11, 12)])
+    draws = sampling.draws(torch.tensor([4, 9]))
+    constrained, _ = BlockGrammar([make(REGEX), None], VOCAB, mask_drafts=True).draft(logits, sampling, draws)
+    free, _ = draft_tokens(logits, sampling, draws)
+    assert constrained[1].tolist() == free[1].tolist()
+    assert len(set(free[1].tolist())) > 1  # five positions, five draws

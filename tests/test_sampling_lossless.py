@@ -9,6 +9,7 @@ Power: removing the residual step (resampling from p instead of norm(max(p - q, 
 rejection) biases the output towards the drafter; the same test must then give p < 1e-6.
 """
 
+import dataclasses
 import itertools
 
 import pytest
@@ -54,9 +55,15 @@ def exact_distribution(target, params: SamplingParams) -> torch.Tensor:
     return probs
 
 
-def sampled_counts(target, drafter, params: SamplingParams, seed: int) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(seed)
-    result = spec_generate(target, drafter, [PROMPT] * N, params, generator=generator)
+def sampled_counts(target, drafter, params: SamplingParams, seed: int, per_request_seeds=False):
+    """Counts of the first K tokens over N requests: one generator for all, or one seed per request
+    (:class:`~sglang_dflash.speculative.SeededDraws`, SGLang's ``sampling_seed``)."""
+    if per_request_seeds:
+        seeded = [dataclasses.replace(params, seed=seed * N + i) for i in range(N)]
+        result = spec_generate(target, drafter, [PROMPT] * N, seeded)
+    else:
+        generator = torch.Generator().manual_seed(seed)
+        result = spec_generate(target, drafter, [PROMPT] * N, params, generator=generator)
     seqs = torch.tensor(result.token_ids)
     index = (seqs * torch.tensor([VOCAB ** (K - 1 - i) for i in range(K)])).sum(1)
     return torch.bincount(index, minlength=VOCAB**K).view([VOCAB] * K), result
@@ -70,19 +77,21 @@ SETTINGS = {
 }
 
 
+@pytest.mark.parametrize("per_request_seeds", [False, True], ids=["generator", "seeded"])
 @pytest.mark.parametrize("name", sorted(SETTINGS))
-def test_speculative_sampling_matches_target_distribution(pair, name):
+def test_speculative_sampling_matches_target_distribution(pair, name, per_request_seeds):
     target, drafter = pair
     params = SETTINGS[name]
-    counts, result = sampled_counts(target, drafter, params, seed=0)
+    counts, result = sampled_counts(target, drafter, params, seed=0, per_request_seeds=per_request_seeds)
     assert any(a > 1 for row in result.accept_lens for a in row), "drafts must sometimes be accepted"
     assert any(a == 1 for row in result.accept_lens for a in row), "and sometimes rejected"
     assert chi_square_pvalue(counts, exact_distribution(target, params)) > 1e-3
 
 
-def test_removing_the_residual_step_is_detected(pair, monkeypatch):
+@pytest.mark.parametrize("per_request_seeds", [False, True], ids=["generator", "seeded"])
+def test_removing_the_residual_step_is_detected(pair, monkeypatch, per_request_seeds):
     target, drafter = pair
     params = SETTINGS["temperature 1"]
     monkeypatch.setattr(speculative, "residual_distribution", lambda p, q: p)
-    counts, _ = sampled_counts(target, drafter, params, seed=0)
+    counts, _ = sampled_counts(target, drafter, params, seed=0, per_request_seeds=per_request_seeds)
     assert chi_square_pvalue(counts, exact_distribution(target, params)) < 1e-6

@@ -26,8 +26,9 @@ from sglang_dflash.serving.worker import DFlashWorker, batch_sampling
 TOP_K_ALL = 1 << 30
 
 
-def sampling_info(temps, top_ks, top_ps=None, min_ps=None):
-    """SGLang's SamplingBatchInfo fields, the host-side flags computed as the host computes them."""
+def sampling_info(temps, top_ks, top_ps=None, min_ps=None, seeds=None):
+    """SGLang's SamplingBatchInfo fields, the host-side flags computed as the host computes them
+    (``sampling_seed`` is set under --enable-deterministic-inference only)."""
     n = len(temps)
     top_ps, min_ps = top_ps or [1.0] * n, min_ps or [0.0] * n
     return SimpleNamespace(
@@ -39,6 +40,7 @@ def sampling_info(temps, top_ks, top_ps=None, min_ps=None):
         need_top_k_sampling=any(k != TOP_K_ALL for k in top_ks),
         need_top_p_sampling=any(p != 1.0 for p in top_ps),
         need_min_p_sampling=any(p > 0 for p in min_ps),
+        sampling_seed=None if seeds is None else torch.tensor(seeds, dtype=torch.int64),
     )
 
 
@@ -47,6 +49,14 @@ def test_sglang_greedy_convention_maps_to_temperature_zero():
     assert converted.greedy.tolist() == [True, False, False]
     assert converted.temperature.tolist()[1:] == pytest.approx([0.7, 1.3])
     assert converted.top_k.tolist() == [1, TOP_K_ALL, 5]
+
+
+def test_deterministic_inference_seeds_reach_the_step():
+    assert batch_sampling(sampling_info([1.0], [TOP_K_ALL]), 1).draws(torch.tensor([3])) is None
+    seeded = batch_sampling(sampling_info([1.0, 0.7], [1, TOP_K_ALL], seeds=[42, 7]), 2)
+    draws = seeded.draws(torch.tensor([3, 9], dtype=torch.int32))
+    assert isinstance(draws, spec.SeededDraws)
+    assert draws.seeds.tolist() == [42, 7] and draws.first_positions.tolist() == [3, 9]
 
 
 def test_mixed_batch_acceptance_matches_the_reference_functions():

@@ -28,7 +28,7 @@ from sglang_dflash.grammar import BlockGrammar
 from sglang_dflash.serving.inject import ContextInjector
 from sglang_dflash.serving.model import DFlashDrafterForSGLang as SGLangDrafter
 from sglang_dflash.serving.worker import StepInputs, StepProfiler, decode_step
-from sglang_dflash.speculative import BatchSampling
+from sglang_dflash.speculative import TARGET_DRAW, BatchSampling, sample_from, sampling_probs
 from sglang_dflash.testing import arrange_oracle, make_tiny_drafter, make_tiny_target
 
 PROMPTS = [[5], [3, 4, 5, 6, 7], [9, 8, 7, 6, 5, 4, 3, 2, 1]]
@@ -65,14 +65,20 @@ class MiniHost:
         out = self.target(torch.tensor([ids]), output_hidden_states=True)
         return out.logits[0], ReferenceDrafter.select_target_features(out.hidden_states, self.layer_ids)[0]
 
-    def prefill(self, grammars=None):
-        """Prefill every prompt; the first token is the target's greedy one, under its grammar if any."""
+    def prefill(self, grammars=None, sampling=None):
+        """Prefill every prompt; the first token is the target's greedy one, under its grammar if any,
+        or for seeded sampled rows the one the reference samples (the host's sampler in SGLang)."""
         bonus_tokens = []
         for r, prompt in enumerate(self.prompts):
             logits, feats = self.features(prompt)
             self.inject(feats, torch.arange(len(prompt)), self.req_to_token[r + 1, : len(prompt)])
             grammar = grammars[r] if grammars is not None else None
-            if grammar is None:
+            if sampling is not None and not sampling.all_greedy:
+                row = sampling.select(torch.tensor([r]))
+                draws = row.draws(torch.tensor([len(prompt)]))
+                probs = sampling_probs(logits[-1][None, None], row)
+                bonus_tokens.append(int(sample_from(probs, draws, TARGET_DRAW)[0, 0]))
+            elif grammar is None:
                 bonus_tokens.append(int(logits[-1].argmax()))
             else:
                 bonus_tokens.append(grammar_argmax(grammar, logits[-1]))
@@ -132,22 +138,23 @@ def make_case(kind, tiny_corpus, tiny_trained):
 
 
 def decode_with_the_worker_step(
-    host, prompts, reference, max_new, widths=None, grammars=None, mask_drafts=False
+    host, prompts, reference, max_new, widths=None, grammars=None, mask_drafts=False, params=None
 ):
     """Drive :func:`decode_step` until every request has ``max_new`` tokens.
 
     ``widths`` (a cycle of verify widths, one per step) exercises the adaptive truncation; None
     verifies whole blocks.  ``grammars`` (one per request) constrain decoding; like SGLang's result
-    processing, the test advances each grammar by the committed tokens after every step.  Returns
+    processing, the test advances each grammar by the committed tokens after every step.  ``params``
+    (one per request, default greedy) may sample with per-request seeds.  Returns
     the tokens and the per-step accept_lens of every request.
     """
     block_size = reference.block_size
     vocab_size = host.target.config.get_text_config().vocab_size
-    bonus_tokens = host.prefill(grammars)
+    sampling = BatchSampling.from_params(params or [SamplingParams()] * len(prompts))
+    bonus_tokens = host.prefill(grammars, sampling)
     tokens = [[int(t)] for t in bonus_tokens]
     accept_lens = [[] for _ in prompts]
     seq_lens = torch.tensor([len(p) for p in prompts])
-    sampling = BatchSampling.from_params([SamplingParams()] * len(prompts))
     published = []
     step_count = 0
     finished = [False] * len(prompts)  # a grammar that terminated ends its request, as in SGLang
@@ -215,6 +222,26 @@ def test_decode_steps_reproduce_the_reference(tmp_path, kind, use_triton, tiny_c
         assert max(a for row in accept_lens for a in row) == block_size  # full blocks were accepted
     if kind == "trained":
         assert len({a for row in accept_lens for a in row}) >= 3  # context-dependent, ragged acceptance
+
+
+@pytest.mark.parametrize("kind", ["partial-oracle", "trained"])
+@torch.no_grad()
+def test_seeded_sampled_steps_reproduce_the_seeded_reference(tmp_path, kind, tiny_corpus, tiny_trained):
+    """With per-request seeds (SGLang's sampling_seed) sampling is reproducible, so the worker's
+    sampled steps must commit the reference's tokens exactly (without seeds only distributions match)."""
+    max_new = 24
+    target, reference, prompts = make_case(kind, tiny_corpus, tiny_trained)
+    params = [
+        SamplingParams(temperature=0.9, top_k=0 if r % 2 else 40, max_new_tokens=max_new, seed=17 + r)
+        for r in range(len(prompts))
+    ]
+    expected = spec_generate(target, reference, prompts, params)
+
+    host = MiniHost(target, reference, prompts, tmp_path, use_triton=False)
+    tokens, accept_lens = decode_with_the_worker_step(host, prompts, reference, max_new, params=params)
+    assert tokens == expected.token_ids
+    assert accept_lens == expected.accept_lens
+    assert any(a > 1 for row in accept_lens for a in row)  # sampled drafts were accepted
 
 
 @pytest.mark.parametrize("kind", ["partial-oracle", "trained"])

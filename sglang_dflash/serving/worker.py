@@ -70,6 +70,7 @@ def batch_sampling(sampling_info, bs: int) -> spec.BatchSampling:
     """SGLang's per-request sampling tensors in our conventions (greedy = temperature 0).
 
     The fast-path bools come from the host's own host-side flags, so choosing a path never syncs.
+    Per-request ``sampling_seed`` s (deterministic inference) make sampled rows reproducible.
     """
     top_k = sampling_info.top_ks.to(torch.long)
     temperature = sampling_info.temperatures.view(-1).to(torch.float32)
@@ -85,6 +86,8 @@ def batch_sampling(sampling_info, bs: int) -> spec.BatchSampling:
             or sampling_info.need_top_p_sampling
             or sampling_info.need_min_p_sampling
         ),
+        # Set by the host under --enable-deterministic-inference (42 for requests without a seed).
+        seeds=sampling_info.sampling_seed,
     )
 
 
@@ -284,6 +287,7 @@ def decode_step(
     width, grammar = inputs.verify_width or block_size, inputs.grammar
     positions = spec.block_positions(inputs.seq_lens, block_size)  # [bs, block_size]
     block = spec.build_block(inputs.bonus_tokens.to(torch.long), block_size, inputs.mask_token_id)
+    draws = sampling.draws(inputs.seq_lens + 1)  # seeded rows: the drafts decide seq_len + 1 ...
 
     with profiler.phase("draft_ms"):
         # [bonus token, MASK x (block_size - 1)] in one bidirectional pass over [context ; block].
@@ -291,9 +295,9 @@ def decode_step(
         if width > 1:
             draft_logits = draft(block, positions.reshape(-1)).view(bs, block_size, -1)[:, 1:width]
             if grammar is not None and grammar.mask_drafts:
-                drafts, draft_probs = grammar.draft(draft_logits, sampling)
+                drafts, draft_probs = grammar.draft(draft_logits, sampling, draws)
             else:
-                drafts, draft_probs = spec.draft_tokens(draft_logits, sampling)
+                drafts, draft_probs = spec.draft_tokens(draft_logits, sampling, draws)
 
     with profiler.phase("verify_ms"):
         # The target scores [bonus token, drafts] in one causal pass and captures context features.
@@ -307,7 +311,7 @@ def decode_step(
             grammar.mask_target(tokens, target_logits)
 
     with profiler.phase("accept_inject_ms"):
-        num_correct_drafts, emitted = spec.accept(drafts, draft_probs, target_logits, sampling)
+        num_correct_drafts, emitted = spec.accept(drafts, draft_probs, target_logits, sampling, draws)
         accept_lens = (num_correct_drafts + 1).to(torch.int32)
         new_seq_lens = inputs.seq_lens + accept_lens
         if publish is not None:

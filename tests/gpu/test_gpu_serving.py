@@ -9,6 +9,7 @@ OpenAI server: chat completions streaming and not, and aborts mid-generation wit
 idle memory check on.  A summary table is printed and written to $OUT/gpu_acceptance.json.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -190,11 +191,10 @@ def wait_healthy(base, proc, timeout=600):
     raise TimeoutError("server did not become healthy")
 
 
-@pytest.fixture(scope="session")
-def server(pairs, workdir):
-    _, target, drafter, _ = pairs[0]
-    port = 30111
-    log = open(workdir / "server.log", "w")
+@contextlib.contextmanager
+def launch_server(target: str, drafter: str, port: int, log_path, *extra: str):
+    """Our DFLASH behind SGLang's OpenAI server (triton attention); yields (base URL, process)."""
+    log = open(log_path, "w")
     env = {**os.environ, "SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE": "1"}
     proc = subprocess.Popen(
         [
@@ -214,8 +214,7 @@ def server(pairs, workdir):
             "--mem-fraction-static",
             "0.4",
             "--disable-radix-cache",
-            "--enable-metrics",
-            "--enable-return-hidden-states",
+            *extra,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -225,10 +224,19 @@ def server(pairs, workdir):
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(base, proc)
-        yield base, proc, workdir / "server.log"
+        yield base, proc
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def server(pairs, workdir):
+    _, target, drafter, _ = pairs[0]
+    log_path = workdir / "server.log"
+    extra = ("--enable-metrics", "--enable-return-hidden-states")
+    with launch_server(target, drafter, 30111, log_path, *extra) as (base, proc):
+        yield base, proc, log_path
 
 
 def test_openai_chat_streaming_and_not(server):
@@ -361,3 +369,34 @@ def pytest_sessionfinish_summary():
 def _print_summary_at_the_end():
     yield
     pytest_sessionfinish_summary()
+
+
+def test_seeded_sampling_is_reproducible_under_deterministic_inference(pairs, workdir):
+    """--enable-deterministic-inference: a request's sampling_seed fixes its sampled output, alone or
+    among other requests (SGLang's own speculative rejection sampling refuses this flag)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    _, target, drafter, _ = pairs[0]
+    prompt = {"text": "Tell me a short story about a robot.", "max_new_tokens": 64}
+
+    def sample(base, seed, text=prompt["text"]):
+        params = {"temperature": 1.0, "max_new_tokens": prompt["max_new_tokens"], "sampling_seed": seed}
+        return generate(base, {"text": text, "sampling_params": params})["output_ids"]
+
+    log_path = workdir / "deterministic.log"
+    with launch_server(target, drafter, 30112, log_path, "--enable-deterministic-inference") as (base, _):
+        alone = [sample(base, 7), sample(base, 7)]
+        with ThreadPoolExecutor(8) as pool:  # row 3 is the same request, the others differ
+            among = list(
+                pool.map(
+                    lambda i: sample(base, 7) if i == 3 else sample(base, 100 + i, f"Story number {i}:"),
+                    range(8),
+                )
+            )
+        other_seed = sample(base, 8)
+    SUMMARY["deterministic"] = {
+        "alone_equal": alone[0] == alone[1],
+        "among_others_equal": among[3] == alone[0],
+        "other_seed_differs": other_seed != alone[0],
+    }
+    assert alone[0] == alone[1] and among[3] == alone[0] and other_seed != alone[0]
