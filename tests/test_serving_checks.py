@@ -19,6 +19,7 @@ from sglang_dflash.testing import make_tiny_drafter, make_tiny_target
 pytest.importorskip("sglang", reason="needs the sglang extra installed")
 
 HUB_ID = "tiny-org/tiny-dflash-b4"
+MODELSCOPE_ID = "tiny-org/tiny-dflash-ms"
 SNAPSHOT = "0123456789abcdef0123456789abcdef01234567"
 
 
@@ -81,6 +82,9 @@ def paths(tmp_path_factory) -> dict[str, str]:
     )
     paths["hf"] = os.path.join(root, "hf")
     paths["snapshot"] = write_hf_cache_entry(paths["hf"], HUB_ID, paths["bf16"])
+    # ModelScope's cache keeps a model at <MODELSCOPE_CACHE>/models/<org>/<name>.
+    paths["modelscope"] = os.path.join(root, "modelscope")
+    shutil.copytree(paths["bf16"], os.path.join(paths["modelscope"], "models", MODELSCOPE_ID))
     paths["next"], paths["next_drafter"] = qwen3_next_pair(root)
     return paths
 
@@ -113,6 +117,10 @@ def outcomes(paths) -> dict:
                 {"target": target, "draft": paths["f32"]},
             ),
             "hub id": server_args(HUB_ID),
+            "modelscope id": (
+                "server_args_from_modelscope",
+                {"target": target, "draft": MODELSCOPE_ID, "cache": paths["modelscope"]},
+            ),
             "unknown hub id": server_args("tiny-org/no-such-drafter"),
             "two-batch overlap": server_args(paths["bf16"], enable_two_batch_overlap=True),
             "harmless buffers": server_args(paths["buffers"]),
@@ -142,6 +150,16 @@ def test_a_hub_id_in_the_local_hf_cache_validates_and_resolves_to_its_snapshot(o
     result = outcomes["hub id"]
     assert isinstance(result, dict), result
     assert os.path.realpath(result["speculative_draft_model_path"]) == os.path.realpath(paths["snapshot"])
+
+
+def test_a_modelscope_id_resolves_through_the_hosts_modelscope_cache(outcomes, paths):
+    """With SGLANG_USE_MODELSCOPE=1 SGLang resolves the draft path before its speculative checks run,
+    so ours validate the ModelScope snapshot (no Hugging Face lookup of the id)."""
+    result = outcomes["modelscope id"]
+    assert isinstance(result, dict), result
+    expected = os.path.join(paths["modelscope"], "models", MODELSCOPE_ID)
+    assert os.path.realpath(result["speculative_draft_model_path"]) == os.path.realpath(expected)
+    assert result["speculative_num_draft_tokens"] == 4
 
 
 def test_an_unknown_hub_id_gives_a_clear_error(outcomes):

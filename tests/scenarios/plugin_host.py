@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
@@ -55,6 +56,23 @@ def server_args(
     """ServerArgs for DFLASH with this pair (our startup validation runs in them): the named fields."""
     args = dflash_server_args(target, draft, device, **(extra or {}))
     return {field: getattr(args, field) for field in fields}
+
+
+def server_args_from_modelscope(target: str, draft: str, cache: str) -> dict[str, Any]:
+    """ServerArgs with ``SGLANG_USE_MODELSCOPE=1`` and a ModelScope cache at ``cache``: the drafter
+    path our startup validated (the host resolves ModelScope ids before its speculative checks)."""
+    saved = {k: os.environ.get(k) for k in ("SGLANG_USE_MODELSCOPE", "MODELSCOPE_CACHE")}
+    os.environ.update(SGLANG_USE_MODELSCOPE="1", MODELSCOPE_CACHE=cache)
+    try:
+        return server_args(
+            target, draft, fields=["speculative_draft_model_path", "speculative_num_draft_tokens"]
+        )
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def speculative_workers(target: str, draft: str) -> dict[str, Any]:
@@ -144,6 +162,7 @@ CHECKS: dict[str, Callable[..., Any]] = {
     check.__name__: check
     for check in (
         server_args,
+        server_args_from_modelscope,
         speculative_workers,
         request_verdicts,
         check_server_args,
