@@ -9,7 +9,8 @@
 # Every stage installs this checkout into the kit's site (offline, seconds), writes what it measured
 # under $OUT (at most 8 files, two folders deep: the device tool's limits) and prints a short table
 # last. Knobs (environment): NUM_PROMPTS, ROUNDS, CONCURRENCY, MAX_NEW_TOKENS, MODE_TIMEOUT_S,
-# DATA (the prompt sets' folder, default .gpu-data), MODEL (default the kit's SmolLM2).
+# DATA (the prompt sets' folder, default .gpu-data), MODEL (default the kit's SmolLM2), PYTEST_ARGS
+# (accept: e.g. '-k "not deterministic"' to split the GPU tests over two calls).
 # DRY_RUN=1 prints the commands instead of running them (tests/test_gpu_session.py checks them on CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,7 +68,9 @@ rc=0
 case "$stage" in
   accept)
     prepare
-    run python3 -m pytest -m gpu tests/gpu -s -q -p no:cacheprovider --junitxml "$OUT/gpu-tests.xml" || rc=$?
+    # shellcheck disable=SC2086  # PYTEST_ARGS is split on purpose (e.g. -k "lossless or builtin")
+    run python3 -m pytest -m gpu tests/gpu -s -q -p no:cacheprovider --junitxml "$OUT/gpu-tests.xml" \
+      ${PYTEST_ARGS:-} || rc=$?
     ;;
   bench)
     prepare

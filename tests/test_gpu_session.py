@@ -73,6 +73,8 @@ def test_the_accept_stage_runs_the_gpu_tests_and_a_bad_stage_is_refused():
     accept = dry_run("accept")
     assert accept.returncode == 0
     assert shlex.split(accept.stdout)[:6] == ["python3", "-m", "pytest", "-m", "gpu", "tests/gpu"]
+    split = dry_run("accept", PYTEST_ARGS="-k lossless")
+    assert shlex.split(split.stdout)[-2:] == ["-k", "lossless"]
     bad = dry_run("benchmark")
     assert bad.returncode == 2
     assert "stage is 'benchmark'; expected one of accept, bench, overhead" in bad.stderr
