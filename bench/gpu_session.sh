@@ -50,7 +50,8 @@ prepare() {
 bench() {  # bench OUT_SUBDIR [bench flags...]
   local sub="$1"
   shift
-  run sglang-dflash bench --model "$MODEL" --datasets "$DATA/humaneval.jsonl" "$DATA/gsm8k.jsonl" \
+  # python3 -m, not the console script: the host's bin folder need not be on PATH.
+  run python3 -m sglang_dflash.cli bench --model "$MODEL" --datasets "$DATA/humaneval.jsonl" "$DATA/gsm8k.jsonl" \
     --max-new-tokens "$MAX_NEW_TOKENS" --timeout-s "$MODE_TIMEOUT_S" --out "$OUT/$sub" "$@"
 }
 

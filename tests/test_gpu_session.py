@@ -1,6 +1,7 @@
 """bench/gpu_session.sh, the GPU session's stages, checked on CPU: every benchmark it would run parses
-and validates as a ``sglang-dflash bench`` command, and the stages cover what issue 12 asks for
-(trained drafter at concurrency 1-64 in all four modes, a random drafter, a temperature-0.7 row).
+and validates as a ``sglang-dflash bench`` command (run as ``python3 -m sglang_dflash.cli``), and the
+stages cover what issue 12 asks for (trained drafter at concurrency 1-64 in all four modes, a random
+drafter, a temperature-0.7 row).
 
 A GPU call costs device time that a typo would waste; here a typo costs a CI run.
 """
@@ -28,7 +29,8 @@ def dry_run(stage: str, **env: str) -> subprocess.CompletedProcess:
 
 
 def bench_configs(stage: str, monkeypatch, **env: str) -> list:
-    """The BenchConfig of every ``sglang-dflash bench`` line the stage prints, as the CLI builds it."""
+    """The BenchConfig of every ``python3 -m sglang_dflash.cli bench`` line the stage prints, as the
+    CLI builds it."""
     from sglang_dflash.bench import harness
 
     proc = dry_run(stage, **env)
@@ -37,8 +39,8 @@ def bench_configs(stage: str, monkeypatch, **env: str) -> list:
     monkeypatch.setattr(harness, "run", lambda cfg: (configs.append(cfg), ({}, []))[1])
     for line in proc.stdout.splitlines():
         words = shlex.split(line)
-        if words[:2] == ["sglang-dflash", "bench"]:
-            assert cli_main(words[1:]) == 0, line
+        if words[:4] == ["python3", "-m", "sglang_dflash.cli", "bench"]:
+            assert cli_main(words[3:]) == 0, line
     return configs
 
 
