@@ -8,6 +8,8 @@
 # measure acceptance). Writes the drafter into this directory.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# python3 -m, not the console script: a GPU host's bin folder need not be on PATH.
+sglang-dflash() { python3 -m sglang_dflash.cli "$@"; }
 target=${1:-/tmp/models/smollm2-135m-instruct}
 evaldata=${2:-$here/../../../shared/data}
 work=${WORK:-/tmp/dflash-smollm2}
@@ -35,5 +37,18 @@ for set in humaneval gsm8k; do
     --num-prompts 100 --max-new-tokens 256 --batch-size 32 --device cuda --json-out "$work/tau-$set.json"
 done
 
-cp "$work"/drafter/{config.json,*.safetensors,train_log.jsonl,train_summary.json} "$here"/
-cp "$work"/tau-*.json "$here"/
+# 4. Ship it only if it is accepted more often than the shipped drafter on both sets (same prompts).
+if python3 - "$work" "$here" <<'PY'
+import json, sys
+new, old = sys.argv[1], sys.argv[2]
+tau = lambda d, s: json.load(open(f"{d}/tau-{s}.json"))["mean_tau"]
+better = all(tau(new, s) > tau(old, s) for s in ("humaneval", "gsm8k"))
+print({s: (round(tau(old, s), 3), round(tau(new, s), 3)) for s in ("humaneval", "gsm8k")}, "better:", better)
+sys.exit(0 if better else 1)
+PY
+then
+  cp "$work"/drafter/{config.json,*.safetensors,train_log.jsonl,train_summary.json} "$here"/
+  cp "$work"/tau-*.json "$here"/
+else
+  echo "not shipped: the new drafter stays in $work/drafter"
+fi
