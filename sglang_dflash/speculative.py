@@ -209,7 +209,9 @@ class SeededDraws:
         return SeededDraws(self.seeds, self.first_positions + offset)
 
 
-def shifted(generator: torch.Generator | SeededDraws | None, offset: int):
+def shifted(
+    generator: torch.Generator | SeededDraws | None, offset: int
+) -> torch.Generator | SeededDraws | None:
     """``generator`` for the decision ``offset`` positions after its first (unchanged if not seeded)."""
     return generator.shifted(offset) if isinstance(generator, SeededDraws) else generator
 

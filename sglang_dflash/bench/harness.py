@@ -219,6 +219,15 @@ def engine_command(config_path: str, result_path: str) -> list[str]:
     return [sys.executable, "-m", "sglang_dflash.bench.engine_run", config_path, result_path]
 
 
+def _stop_group(proc: subprocess.Popen) -> None:
+    """Kill a mode's process and every process it started (SGLang's scheduler, detokenizer)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
 def run_mode(cfg: BenchConfig, mode: str, groups: list[dict], workdir: str) -> dict:
     config_path = os.path.join(workdir, f"{mode}.config.json")
     result_path = os.path.join(workdir, f"{mode}.result.json")
@@ -244,11 +253,13 @@ def run_mode(cfg: BenchConfig, mode: str, groups: list[dict], workdir: str) -> d
     try:
         proc.wait(timeout=cfg.timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        _stop_group(proc)
         raise RuntimeError(
             f"bench: mode {mode} ran past --timeout-s {cfg.timeout_s}; expected it to finish within it"
         ) from None
+    except BaseException:  # Ctrl-C: the engine, in its own session, would not get the signal
+        _stop_group(proc)
+        raise
     if proc.returncode != 0 or not os.path.exists(result_path):
         raise RuntimeError(
             f"bench: mode {mode}'s exit code is {proc.returncode}; expected 0 (see its output above)"
