@@ -83,6 +83,17 @@ def test_a_good_pair_passes_every_check_and_exits_zero(good):
     assert all(c["ok"] for c in report["checks"]), report["checks"]
 
 
+def test_a_modelscope_id_is_found_in_the_modelscope_cache_when_sglang_uses_modelscope(pair, tmp_path):
+    target, drafter, _ = pair
+    shutil.copytree(drafter, tmp_path / "models" / "tiny-org" / "tiny-dflash-ms")
+    env = {"SGLANG_USE_MODELSCOPE": "1", "MODELSCOPE_CACHE": str(tmp_path)}
+    status, report = doctor("--target", target, "--drafter", "tiny-org/tiny-dflash-ms", env_extra=env)
+    assert status == 0 and report["ok"], report["checks"]
+    assert (
+        str(tmp_path / "models" / "tiny-org" / "tiny-dflash-ms") in verdicts(report)["drafter path"]["detail"]
+    )
+
+
 def test_versions_plugin_implementation_and_device_are_reported(good):
     _, report = good
     from importlib.metadata import version

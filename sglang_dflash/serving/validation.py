@@ -45,7 +45,8 @@ def resolve_drafter_path(path: str | None, revision: str | None = None) -> str:
 
     An existing path is returned as is; otherwise a Hugging Face repo id (``org/name``) is resolved
     the way SGLang resolves model ids: from the local HF cache, downloading when online
-    (``huggingface_hub.snapshot_download``, which honours ``HF_HUB_OFFLINE`` and ``HF_HOME``).
+    (``huggingface_hub.snapshot_download``, which honours ``HF_HUB_OFFLINE`` and ``HF_HOME``); with
+    ``SGLANG_USE_MODELSCOPE`` set, a ModelScope id, from ModelScope's cache or hub.
     """
     if not path:
         raise config_error(DRAFT_PATH_FLAG, path, "the directory or Hugging Face repo id of a DFlash drafter")
@@ -55,6 +56,8 @@ def resolve_drafter_path(path: str | None, revision: str | None = None) -> str:
         raise config_error(
             DRAFT_PATH_FLAG, path, "an existing directory or a Hugging Face repo id (org/name)"
         )
+    if _uses_modelscope():
+        return _resolve_modelscope_id(path, revision)
     from huggingface_hub import snapshot_download
 
     try:
@@ -67,6 +70,34 @@ def resolve_drafter_path(path: str | None, revision: str | None = None) -> str:
             f"the HF cache or downloadable ({type(e).__name__}: {e})",
         ) from e
     logger.info("DFlash drafter %s resolved to %s", path, local)
+    return local
+
+
+def _uses_modelscope() -> bool:
+    """``SGLANG_USE_MODELSCOPE``, read as SGLang reads it: model ids are ModelScope ids."""
+    from sglang.srt.environ import envs
+
+    return bool(envs.SGLANG_USE_MODELSCOPE.get())
+
+
+def _resolve_modelscope_id(path: str, revision: str | None) -> str:
+    """A ModelScope id as SGLang resolves it (``ServerArgs._handle_modelscope_paths``): the local
+    ModelScope cache first, else a download. Serving never gets here (the host resolves the id before
+    our checks run); ``sglang-dflash doctor`` does."""
+    try:
+        from modelscope.hub.snapshot_download import snapshot_download
+        from modelscope.utils.file_utils import get_model_cache_root
+
+        cached = os.path.join(get_model_cache_root(), path)
+        local = cached if os.path.exists(cached) else snapshot_download(path, revision=revision or "main")
+    except Exception as e:  # modelscope raises many error types (offline, unknown model, network)
+        raise config_error(
+            DRAFT_PATH_FLAG,
+            path,
+            "an existing directory or a ModelScope model id (SGLANG_USE_MODELSCOPE is set) found in "
+            f"the ModelScope cache or downloadable ({type(e).__name__}: {e})",
+        ) from e
+    logger.info("DFlash drafter %s resolved to %s (ModelScope)", path, local)
     return local
 
 
