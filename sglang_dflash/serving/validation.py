@@ -56,21 +56,27 @@ def resolve_drafter_path(path: str | None, revision: str | None = None) -> str:
         raise config_error(
             DRAFT_PATH_FLAG, path, "an existing directory or a Hugging Face repo id (org/name)"
         )
+    fetch, where = _hf_snapshot, "a Hugging Face repo id found in the HF cache"
     if _uses_modelscope():
-        return _resolve_modelscope_id(path, revision)
-    from huggingface_hub import snapshot_download
-
+        fetch = _modelscope_snapshot
+        where = "a ModelScope model id (SGLANG_USE_MODELSCOPE is set) found in the ModelScope cache"
     try:
-        local = snapshot_download(repo_id=path, revision=revision, allow_patterns=DRAFTER_FILE_PATTERNS)
-    except Exception as e:  # huggingface_hub raises many error types (offline, unknown repo, network)
+        local = fetch(path, revision)
+    except Exception as e:  # the hubs raise many error types (offline, unknown repo, network)
         raise config_error(
             DRAFT_PATH_FLAG,
             path,
-            "an existing directory or a Hugging Face repo id found in "
-            f"the HF cache or downloadable ({type(e).__name__}: {e})",
+            f"an existing directory or {where} or downloadable ({type(e).__name__}: {e})",
         ) from e
     logger.info("DFlash drafter %s resolved to %s", path, local)
     return local
+
+
+def _hf_snapshot(repo_id: str, revision: str | None) -> str:
+    """The drafter files of a Hugging Face repo: the local HF cache, else a download."""
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(repo_id=repo_id, revision=revision, allow_patterns=DRAFTER_FILE_PATTERNS)
 
 
 def _uses_modelscope() -> bool:
@@ -80,25 +86,15 @@ def _uses_modelscope() -> bool:
     return bool(envs.SGLANG_USE_MODELSCOPE.get())
 
 
-def _resolve_modelscope_id(path: str, revision: str | None) -> str:
+def _modelscope_snapshot(model_id: str, revision: str | None) -> str:
     """A ModelScope id as SGLang resolves it (``ServerArgs._handle_modelscope_paths``): the local
-    ModelScope cache first, else a download. Serving never gets here (the host resolves the id before
+    ModelScope cache first, else a download. Serving never needs it (the host resolves the id before
     our checks run); ``sglang-dflash doctor`` does."""
-    try:
-        from modelscope.hub.snapshot_download import snapshot_download
-        from modelscope.utils.file_utils import get_model_cache_root
+    from modelscope.hub.snapshot_download import snapshot_download
+    from modelscope.utils.file_utils import get_model_cache_root
 
-        cached = os.path.join(get_model_cache_root(), path)
-        local = cached if os.path.exists(cached) else snapshot_download(path, revision=revision or "main")
-    except Exception as e:  # modelscope raises many error types (offline, unknown model, network)
-        raise config_error(
-            DRAFT_PATH_FLAG,
-            path,
-            "an existing directory or a ModelScope model id (SGLANG_USE_MODELSCOPE is set) found in "
-            f"the ModelScope cache or downloadable ({type(e).__name__}: {e})",
-        ) from e
-    logger.info("DFlash drafter %s resolved to %s (ModelScope)", path, local)
-    return local
+    cached = os.path.join(get_model_cache_root(), model_id)
+    return cached if os.path.exists(cached) else snapshot_download(model_id, revision=revision or "main")
 
 
 def recurrent_state_kind(hf_config: Any, linear_attn_result: Any = None) -> str | None:
