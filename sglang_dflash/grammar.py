@@ -73,6 +73,32 @@ def token_allowed(bitmask_row: torch.Tensor, token: int, vocab_size: int) -> boo
     return bool((int(bitmask_row[token // 32]) >> (token % 32)) & 1)
 
 
+def allows_no_token(bitmask_rows: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """[rows] bool: packed bitmask rows [rows, words] that allow no token below ``vocab_size``."""
+    full_words, rest = divmod(vocab_size, 32)
+    allowed = (bitmask_rows[:, :full_words] != 0).any(-1)
+    if rest:
+        allowed |= (bitmask_rows[:, full_words] & ((1 << rest) - 1)) != 0
+    return ~allowed
+
+
+def open_dead_ends_(bitmask: torch.Tensor, rows: Sequence[int], vocab_size: int) -> list[int]:
+    """Rows among ``rows`` of ``bitmask`` that allow no token, reopened in place (all allowed).
+
+    A grammar state that allows nothing (a matcher that allowed a token it cannot continue from)
+    would turn a whole row of logits into -inf and its distribution into NaN, which ``sampling``
+    cannot draw from. Reopened, the drafter drafts freely there and the target chooses its own
+    token; the host's result processing then refuses that token and aborts the one request
+    (``FINISH_ABORT``), as it does for any token its grammar does not accept.
+    """
+    if not rows:
+        return []
+    index = torch.tensor(list(rows), dtype=torch.long)
+    dead = index[allows_no_token(bitmask[index], vocab_size)]
+    bitmask[dead] = -1
+    return dead.tolist()
+
+
 class BlockGrammar:
     """The grammars of one step's batch rows (None = unconstrained) and the block's bitmask.
 
@@ -131,6 +157,8 @@ class BlockGrammar:
                     if grammar.is_terminated():
                         break
                 grammar.fill_vocab_mask(bitmask, row)
+                if open_dead_ends_(bitmask, [row], self.vocab_size):
+                    break
             if accepted:
                 grammar.rollback(accepted)
         return bitmask
@@ -157,6 +185,9 @@ class BlockGrammar:
             for r, grammar in enumerate(self.grammars):
                 if live[r]:
                     grammar.fill_vocab_mask(bitmask, r * width + j)
+            live_rows = [r * width + j for r in range(bs) if live[r]]
+            for row in open_dead_ends_(bitmask, live_rows, self.vocab_size):
+                live[row // width] = False  # the chain stops: its draft here is not the grammar's
             if j == n:
                 break
             logits = draft_logits[:, j].clone()

@@ -94,6 +94,10 @@ class BatchSampling:
     all_greedy: bool  # every row is greedy: drafts and acceptance by argmax only
     needs_filters: bool  # some sampled row uses top-k, top-p or min-p
     seeds: torch.Tensor | None = None  # [bs] int64 per-request seeds, or None: the generator's draws
+    # How the host's plain sampler orders top-k and top-p for this batch (see :func:`_filter_rows_`):
+    # False = top-p on the original distribution (SGLang's pytorch sampler, flashinfer's "joint"
+    # order), True = top-p on the top-k-renormalised mass (flashinfer when the batch uses min-p).
+    top_p_after_top_k: bool = False
 
     @classmethod
     def from_params(
@@ -135,6 +139,7 @@ class BatchSampling:
             all_greedy=self.all_greedy,
             needs_filters=self.needs_filters,
             seeds=None if self.seeds is None else self.seeds[rows],
+            top_p_after_top_k=self.top_p_after_top_k,
         )
 
     def draws(
@@ -278,19 +283,40 @@ def _softmax_(x: torch.Tensor) -> torch.Tensor:
     return x.div_(x.sum(-1, keepdim=True))
 
 
-def _filter_rows_(probs: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor, min_p: torch.Tensor) -> None:
-    """Top-k, then top-p (on the top-k renormalised mass) and min-p, in place on probs [n, V].
+def _filter_rows_(
+    probs: torch.Tensor,
+    top_k: torch.Tensor,
+    top_p: torch.Tensor,
+    min_p: torch.Tensor,
+    top_p_after_top_k: bool = False,
+) -> None:
+    """Top-k, top-p and min-p in place on probs [n, V], as SGLang's plain samplers apply them.
 
-    Rows are renormalised afterwards.
+    A token is kept when it is among the ``top_k`` most likely, when the probability mass of the
+    tokens ranked before it is within ``top_p``, and when its probability is at least ``min_p`` times
+    the most likely token's; kept rows are renormalised.  The mass ``top_p`` is measured on:
+
+    - the **original** distribution (``top_p_after_top_k=False``): SGLang's pytorch sampler
+      (``top_k_top_p_min_p_sampling_from_probs_torch``: the cumulative mass is taken before the top-k
+      mask; a token whose preceding mass equals ``top_p`` exactly is kept) and flashinfer's
+      ``filter_apply_order="joint"``; e.g. probs [0.5, 0.3, 0.2], top_k 2, top_p 0.6 keeps
+      [0.625, 0.375];
+    - the **top-k renormalised** distribution (``True``): flashinfer when the batch needs min-p
+      (``top_k_renorm_prob`` then ``top_p_renorm_prob``: the smallest prefix that reaches ``top_p``);
+      the same example keeps [1.0].
     """
     v = probs.shape[-1]
     sorted_probs, order = probs.sort(dim=-1, descending=True)  # [n, V] float32, [n, V] int64
+    # Mass ranked before each token: of the original distribution unless top-p follows top-k.
+    before = sorted_probs.cumsum(-1).sub_(sorted_probs) if not top_p_after_top_k else None
     k = torch.where(top_k > 0, top_k.clamp(max=v), torch.full_like(top_k, v))
     sorted_probs.masked_fill_(torch.arange(v, device=probs.device)[None, :] >= k[:, None], 0)
-    mass = sorted_probs.sum(-1, keepdim=True)
-    # top-p: keep the smallest prefix whose mass reaches top_p (always the first token).
-    before = sorted_probs.cumsum(-1).sub_(sorted_probs)
-    drop = before >= top_p[:, None] * mass
+    if top_p_after_top_k:
+        mass = sorted_probs.sum(-1, keepdim=True)
+        before = sorted_probs.cumsum(-1).sub_(sorted_probs)
+        drop = before >= top_p[:, None] * mass  # keep the smallest prefix reaching top_p
+    else:
+        drop = before > top_p[:, None]
     del before
     drop |= sorted_probs < min_p[:, None] * sorted_probs[:, :1]
     sorted_probs.masked_fill_(drop, 0)
@@ -302,7 +328,8 @@ def _filter_rows_(probs: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
 def sampling_probs(logits: torch.Tensor, sampling: BatchSampling, apply_filters: bool = True) -> torch.Tensor:
     """Filtered sampling distribution [bs, n, V] (float32) for logits [bs, n, V] (n block positions).
 
-    Order as in SGLang: temperature, then top-k, top-p and min-p on the tempered softmax.
+    Order as in SGLang: temperature, then top-k, top-p and min-p on the tempered softmax (top-p's
+    mass measured as the host's sampler for this batch measures it: :func:`_filter_rows_`).
     Greedy rows get a one-hot argmax, which makes greedy a special case of the same math.
     ``apply_filters=False`` skips the (sorting) filters when no row uses them.  The result is the
     only full-size allocation; filters sort :func:`filter_chunk_rows` rows at a time.
@@ -317,7 +344,11 @@ def sampling_probs(logits: torch.Tensor, sampling: BatchSampling, apply_filters:
         per_row = [t.repeat_interleave(n) for t in (sampling.top_k, sampling.top_p, sampling.min_p)]
         step = filter_chunk_rows(v)
         for start in range(0, bs * n, step):
-            _filter_rows_(flat[start : start + step], *(t[start : start + step] for t in per_row))
+            _filter_rows_(
+                flat[start : start + step],
+                *(t[start : start + step] for t in per_row),
+                top_p_after_top_k=sampling.top_p_after_top_k,
+            )
     # Greedy rows: one-hot at the argmax, written in place.
     top = logits.argmax(-1, keepdim=True)  # [bs, n, 1]
     is_greedy = greedy[:, None, None]

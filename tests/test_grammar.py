@@ -135,3 +135,68 @@ def test_seeded_constrained_drafts_read_each_positions_own_draw():
     free, _ = draft_tokens(logits, sampling, draws)
     assert constrained[1].tolist() == free[1].tolist()
     assert len(set(free[1].tolist())) > 1  # five positions, five draws
+
+
+class DeadEndGrammar:
+    """A grammar that allows no token once it has accepted ``steps`` tokens: the state a matcher
+    reaches when it allowed a token it cannot continue from."""
+
+    def __init__(self, inner, steps: int):
+        self.inner, self.steps, self.count = inner, steps, 0
+
+    def accept_token(self, token: int) -> None:
+        self.inner.accept_token(token)
+        self.count += 1
+
+    def rollback(self, k: int) -> None:
+        self.inner.rollback(k)
+        self.count -= k
+
+    def is_terminated(self) -> bool:
+        return self.inner.is_terminated()
+
+    def allocate_vocab_mask(self, vocab_size: int, batch_size: int, device) -> torch.Tensor:
+        return self.inner.allocate_vocab_mask(vocab_size, batch_size, device)
+
+    def fill_vocab_mask(self, vocab_mask: torch.Tensor, idx: int) -> None:
+        self.inner.fill_vocab_mask(vocab_mask, idx)
+        if self.count >= self.steps:
+            vocab_mask[idx] = 0
+
+    def apply_vocab_mask(self, logits: torch.Tensor, vocab_mask: torch.Tensor) -> None:
+        self.inner.apply_vocab_mask(logits, vocab_mask)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.5])
+def test_a_grammar_dead_end_never_reaches_sampling_and_stops_the_chain(temperature):
+    """A row whose grammar allows no token is drafted freely (no NaN distribution to sample) and
+    not fed to the grammar; the chain stops there and the grammar is rolled back."""
+    make = tiny_grammar_factory(VOCAB)
+    dead_end = DeadEndGrammar(make(REGEX), steps=2)
+    bs, n = 3, 5
+    logits = torch.randn(bs, n, VOCAB, generator=torch.Generator().manual_seed(4))
+    sampling = BatchSampling.from_params([SamplingParams(temperature=temperature)] * bs)
+    block_grammar = BlockGrammar([dead_end, None, make("[a-z]+")], VOCAB, mask_drafts=True)
+
+    drafts, draft_probs = block_grammar.draft(logits, sampling, torch.Generator().manual_seed(2))
+
+    assert drafts.shape == (bs, n)
+    if temperature:
+        assert torch.isfinite(draft_probs).all()
+    assert dead_end.count == 0 and dead_end.inner.accepted_tokens == []
+    width = n + 1
+    everything = block_grammar.bitmask[0].clone().fill_(-1)
+    assert torch.equal(block_grammar.bitmask[2], everything)  # the dead end, reopened
+    assert not torch.equal(block_grammar.bitmask[1], everything)  # before it: the grammar's mask
+    assert not torch.equal(block_grammar.bitmask[2 * width + 2], everything)  # other rows untouched
+
+
+def test_the_target_is_not_masked_to_nothing_at_a_grammar_dead_end():
+    make = tiny_grammar_factory(VOCAB)
+    block = torch.tensor([[2, 3, 4, 5]])
+    target_logits = torch.zeros(1, 4, VOCAB)
+
+    BlockGrammar([DeadEndGrammar(make(REGEX), steps=1)], VOCAB).mask_target(block, target_logits)
+
+    assert torch.isfinite(target_logits[0, 1]).all()  # reopened: the target chooses its own token
+    assert torch.isinf(target_logits[0, 0]).any()  # the live row keeps the grammar's mask

@@ -14,11 +14,11 @@ import itertools
 
 import pytest
 import torch
+from host_sampling import pytorch_sampler_probs
 from stats import chi_square_pvalue
 
 import sglang_dflash.speculative as speculative
 from sglang_dflash import SamplingParams, spec_generate
-from sglang_dflash.speculative import BatchSampling, sampling_probs
 from sglang_dflash.testing import make_tiny_drafter, make_tiny_target
 
 VOCAB, K, N, PROMPT = 6, 3, 12_000, [1, 2, 3]
@@ -44,13 +44,18 @@ def pair():
 
 @torch.inference_mode()
 def exact_distribution(target, params: SamplingParams) -> torch.Tensor:
-    """P(first K generated tokens = s) for every s in VOCAB^K, under the filtered target."""
-    sampling = BatchSampling.from_params([params])
+    """P(first K generated tokens = s) for every s in VOCAB^K, under the filtered target (filtered by
+    SGLang's own pytorch sampler function, so our filters are checked, not assumed)."""
+    filters = (
+        torch.tensor([params.top_k if params.top_k > 0 else 1 << 30]),
+        torch.tensor([params.top_p]),
+        torch.tensor([params.min_p]),
+    )
     probs = torch.ones([VOCAB] * K, dtype=torch.float64)
     for length in range(K):
         for prefix in itertools.product(range(VOCAB), repeat=length):
-            logits = target(torch.tensor([PROMPT + list(prefix)])).logits[:, -1:]
-            step = sampling_probs(logits, sampling)[0, 0].double()
+            logits = target(torch.tensor([PROMPT + list(prefix)])).logits[0, -1:]
+            step = pytorch_sampler_probs(torch.softmax(logits / params.temperature, -1), *filters)[0].double()
             probs[prefix] *= step.view([VOCAB] + [1] * (K - length - 1))
     return probs
 
@@ -73,6 +78,10 @@ SETTINGS = {
     "temperature 1": SamplingParams(temperature=1.0, max_new_tokens=K),
     "temperature 0.7, top-k 4, top-p 0.9": SamplingParams(
         temperature=0.7, top_k=4, top_p=0.9, max_new_tokens=K
+    ),
+    # top-k cuts mass that top-p of the original distribution would keep; min-p trims the tail.
+    "temperature 1.5, top-k 3, top-p 0.6, min-p 0.05": SamplingParams(
+        temperature=1.5, top_k=3, top_p=0.6, min_p=0.05, max_new_tokens=K
     ),
 }
 

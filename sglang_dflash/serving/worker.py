@@ -66,11 +66,14 @@ def mask_drafts_setting() -> bool:
     return value == "1"
 
 
-def batch_sampling(sampling_info, bs: int) -> spec.BatchSampling:
+def batch_sampling(sampling_info, bs: int, sampling_backend: str | None = "pytorch") -> spec.BatchSampling:
     """SGLang's per-request sampling tensors in our conventions (greedy = temperature 0).
 
     The fast-path bools come from the host's own host-side flags, so choosing a path never syncs.
     Per-request ``sampling_seed`` s (deterministic inference) make sampled rows reproducible.
+    ``sampling_backend`` (``--sampling-backend``) decides how top-p follows top-k, as the host's
+    plain sampler of the same batch would: flashinfer renormalises after top-k when the batch
+    needs min-p, every other case measures top-p on the original distribution.
     """
     top_k = sampling_info.top_ks.to(torch.long)
     temperature = sampling_info.temperatures.view(-1).to(torch.float32)
@@ -88,6 +91,7 @@ def batch_sampling(sampling_info, bs: int) -> spec.BatchSampling:
         ),
         # Set by the host under --enable-deterministic-inference (42 for requests without a seed).
         seeds=sampling_info.sampling_seed,
+        top_p_after_top_k=sampling_backend == "flashinfer" and bool(sampling_info.need_min_p_sampling),
     )
 
 
@@ -516,7 +520,7 @@ class DFlashWorker(BaseSpecWorker):
                 out_cache_loc=out_cache_loc,
                 block_size=block_size,
                 mask_token_id=self.mask_token_id,
-                sampling=batch_sampling(sampling_info, bs),
+                sampling=batch_sampling(sampling_info, bs, self.server_args.sampling_backend),
                 verify_width=width,
                 grammar=grammar,
             ),
