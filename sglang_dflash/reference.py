@@ -29,9 +29,11 @@ from .draft_model import DFlashDraftModel, gather_kv_columns, left_pack_order
 from .speculative import (
     TARGET_DRAW,
     BatchSampling,
+    Penalties,
     SamplingParams,
     SeededDraws,
     accept,
+    apply_penalties_,
     block_positions,
     build_block,
     draft_tokens,
@@ -132,10 +134,25 @@ def _check_inputs(
 
 
 def _sample_first(
-    logits: torch.Tensor, sampling: BatchSampling, generator: torch.Generator | SeededDraws | None
+    logits: torch.Tensor,
+    sampling: BatchSampling,
+    generator: torch.Generator | SeededDraws | None,
+    penalties: Penalties | None,
 ) -> torch.Tensor:
     """The prefill's token per row from the target's last logits [bs, V] (the first bonus tokens)."""
-    return sample_from(sampling_probs(logits[:, None, :], sampling), generator, TARGET_DRAW)[:, 0]
+    logits = logits[:, None, :].clone()
+    if penalties is not None:
+        apply_penalties_(logits, penalties)
+    return sample_from(sampling_probs(logits, sampling), generator, TARGET_DRAW)[:, 0]
+
+
+def _penalties(
+    tokens: list[list[int]], rows: list[int], params: list[SamplingParams], vocab: int, device
+) -> Penalties | None:
+    """The step's penalties of the batch rows (request indices ``rows``), or None if no row has any."""
+    if not any(params[r].penalized for r in rows):
+        return None
+    return Penalties.of_rows([tokens[r] for r in rows], [params[r] for r in rows], vocab, device)
 
 
 def _draft(
@@ -146,11 +163,14 @@ def _draft(
     cache,
     sampling: BatchSampling,
     generator: torch.Generator | SeededDraws | None,
+    penalties: Penalties | None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """One drafter pass: drafts [bs, block_size - 1] and their distributions (see :func:`draft_tokens`)."""
     embeds = target.get_input_embeddings()(block)
     hidden = drafter.draft_block(embeds, positions, cache)
     draft_logits = target.get_output_embeddings()(hidden[:, 1:].to(embeds.dtype))
+    if penalties is not None:
+        apply_penalties_(draft_logits, penalties)
     return draft_tokens(draft_logits, sampling, generator)
 
 
@@ -195,7 +215,10 @@ def spec_generate(
     )
     seq_lens = attention_mask.sum(1)
     # The first new token sits at position seq_len; SamplingParams.seed makes rows reproducible.
-    bonus_tokens = _sample_first(out.logits[:, -1], batch, batch.draws(seq_lens, generator))
+    vocab = target.get_output_embeddings().weight.shape[0]
+    no_output: list[list[int]] = [[] for _ in prompts]
+    first_penalties = _penalties(no_output, list(range(len(prompts))), params, vocab, device)
+    bonus_tokens = _sample_first(out.logits[:, -1], batch, batch.draws(seq_lens, generator), first_penalties)
     dcache = drafter.new_cache(len(prompts), device, drafter.fc.weight.dtype)
     drafter.extend_cache(
         dcache, drafter.select_target_features(out.hidden_states, layer_ids), attention_mask.bool(), positions
@@ -225,7 +248,8 @@ def spec_generate(
         block = build_block(bonus_tokens, block_size, drafter.mask_token_id)
         pos = block_positions(seq_lens, block_size)
         draws = batch.draws(seq_lens + 1, generator)  # the drafts decide positions seq_len + 1 ...
-        drafts, draft_probs = _draft(target, drafter, block, pos, dcache, batch, draws)
+        penalties = _penalties(tokens, rows.tolist(), params, vocab, device)
+        drafts, draft_probs = _draft(target, drafter, block, pos, dcache, batch, draws, penalties)
         block[:, 1:] = drafts
         out = target(
             block,
@@ -235,7 +259,10 @@ def spec_generate(
             use_cache=True,
             output_hidden_states=True,
         )
-        num_correct_drafts, emitted = accept(drafts, draft_probs, out.logits, batch, draws)
+        target_logits = out.logits
+        if penalties is not None:
+            apply_penalties_(target_logits, penalties, chain=drafts)
+        num_correct_drafts, emitted = accept(drafts, draft_probs, target_logits, batch, draws)
         accept_lens = num_correct_drafts + 1
 
         # Commit: block columns 0 .. num_correct_drafts hold committed tokens (KV + context features).

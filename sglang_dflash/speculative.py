@@ -51,6 +51,11 @@ class SamplingParams:
     max_new_tokens: int = 128
     stop_token_ids: tuple[int, ...] = ()
     seed: int | None = None  # SGLang's sampling_seed: same seed, same output (see SeededDraws)
+    # Penalties on the tokens generated so far (SGLang's penalizers; see Penalties).
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    min_new_tokens: int = 0
 
     def __post_init__(self) -> None:
         if not self.temperature >= 0:
@@ -70,11 +75,34 @@ class SamplingParams:
             )
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
             raise ValueError(f"SamplingParams: seed is {self.seed!r}; expected an integer or None")
+        for name in ("frequency_penalty", "presence_penalty"):
+            if not -2 <= getattr(self, name) <= 2:
+                raise ValueError(
+                    f"SamplingParams: {name} is {getattr(self, name)!r}; expected a number in [-2, 2]"
+                )
+        if not 0 < self.repetition_penalty <= 2:
+            raise ValueError(
+                f"SamplingParams: repetition_penalty is {self.repetition_penalty!r}; "
+                "expected a number in (0, 2] (1 disables it)"
+            )
+        min_new = self.min_new_tokens
+        if isinstance(min_new, bool) or not isinstance(min_new, int) or min_new < 0:
+            raise ValueError(f"SamplingParams: min_new_tokens is {min_new!r}; expected an integer >= 0")
         object.__setattr__(self, "stop_token_ids", tuple(int(t) for t in self.stop_token_ids))
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
+
+    @property
+    def penalized(self) -> bool:
+        """Whether any penalty depends on the tokens generated so far."""
+        return (
+            self.frequency_penalty != 0
+            or self.presence_penalty != 0
+            or self.repetition_penalty != 1
+            or self.min_new_tokens > 0
+        )
 
 
 @dataclass(frozen=True)
@@ -233,6 +261,91 @@ def _inverse_cdf(probs: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
         target = (uniforms[start : start + step] * cdf[:, -1])[:, None]
         tokens[start : start + step] = torch.searchsorted(cdf, target, right=True)[:, 0]
     return tokens.clamp_(max=probs.shape[-1] - 1)
+
+
+# ---------------------------------------------------------------------------- penalties
+@dataclass(frozen=True)
+class Penalties:
+    """SGLang's penalizers for one step, as plain decoding applies them to each token's logits.
+
+    For the token at output index ``m`` (0-based) of a row, with ``c[t]`` the number of times token
+    ``t`` was generated before it: ``logit[t] -= frequency * c[t] + presence * (c[t] > 0)``; the
+    stop tokens are -inf while ``m < min_new_tokens``; then where ``c[t] > 0`` a positive logit is
+    divided by ``repetition`` and a negative one multiplied by it (additive penalties first, then
+    scaling, as the host's overlap path orders them). Only generated tokens count, not the prompt.
+    A block position ``i`` sees the committed tokens plus the block's tokens ``1 .. i``: exactly
+    what plain decoding would have seen there (see :func:`apply_penalties_`).
+    """
+
+    counts: torch.Tensor  # [bs, V] float32: occurrences of each token among the committed output
+    num_generated: torch.Tensor  # [bs] int64: committed output tokens
+    frequency: torch.Tensor  # [bs] float32, 0 = off
+    presence: torch.Tensor  # [bs] float32, 0 = off
+    repetition: torch.Tensor  # [bs] float32, 1 = off
+    min_new_tokens: torch.Tensor  # [bs] int64, 0 = off
+    stop_token_ids: torch.Tensor  # [bs, max_stops] int64, -1 padded: blocked before min_new_tokens
+
+    @classmethod
+    def of_rows(
+        cls,
+        generated: Sequence[Sequence[int]],
+        params: Sequence[SamplingParams],
+        vocab_size: int,
+        device: torch.device | str = "cpu",
+    ) -> Penalties:
+        """The penalties of rows that have generated ``generated`` so far under ``params``."""
+        bs = len(generated)
+        counts = torch.zeros(bs, vocab_size, dtype=torch.float32)
+        for row, tokens in enumerate(generated):
+            if tokens:
+                ids = torch.tensor(list(tokens), dtype=torch.long)
+                counts[row].index_add_(0, ids, torch.ones(len(ids)))
+        width = max([len(p.stop_token_ids) for p in params] + [1])
+        stops = torch.full((bs, width), -1, dtype=torch.long)
+        for row, p in enumerate(params):
+            stops[row, : len(p.stop_token_ids)] = torch.tensor(p.stop_token_ids, dtype=torch.long)
+
+        def column(name: str, dtype: torch.dtype) -> torch.Tensor:
+            return torch.tensor([getattr(p, name) for p in params], dtype=dtype, device=device)
+
+        return cls(
+            counts=counts.to(device),
+            num_generated=torch.tensor([len(t) for t in generated], dtype=torch.long, device=device),
+            frequency=column("frequency_penalty", torch.float32),
+            presence=column("presence_penalty", torch.float32),
+            repetition=column("repetition_penalty", torch.float32),
+            min_new_tokens=column("min_new_tokens", torch.long),
+            stop_token_ids=stops.to(device),
+        )
+
+
+def apply_penalties_(logits: torch.Tensor, penalties: Penalties, chain: torch.Tensor | None = None) -> None:
+    """Penalise logits [bs, n, V] in place; position ``i`` predicts output index ``num_generated + i``.
+
+    ``chain`` [bs, >= n - 1]: the tokens at block positions ``1 .. n - 1`` (the drafts), which
+    position ``i`` counts as generated when ``i`` exceeds their index (the target's verify, exact).
+    Without it every position sees the committed tokens only (the drafter's logits: any draft
+    distribution keeps acceptance lossless, this one is just close to the target's).
+    """
+    bs, n, v = logits.shape
+    counts = penalties.counts[:, None, :].expand(bs, n, v)
+    if chain is not None and n > 1:
+        steps = torch.zeros(bs, n, v, dtype=counts.dtype, device=logits.device)
+        steps[:, 1:].scatter_add_(-1, chain[:, : n - 1, None], torch.ones(bs, n - 1, 1, device=logits.device))
+        counts = counts + steps.cumsum_(1)
+    seen = counts > 0
+    additive = counts * -penalties.frequency[:, None, None]
+    additive.sub_(seen * penalties.presence[:, None, None])
+    output_index = penalties.num_generated[:, None] + torch.arange(n, device=logits.device)[None, :]
+    too_early = output_index < penalties.min_new_tokens[:, None]  # [bs, n]
+    stops = penalties.stop_token_ids
+    is_stop = torch.zeros(bs, v + 1, dtype=torch.bool, device=logits.device)
+    is_stop.scatter_(1, torch.where(stops < 0, v, stops), True)
+    additive.masked_fill_(too_early[:, :, None] & is_stop[:, None, :v], float("-inf"))
+    logits.add_(additive)
+    scale = penalties.repetition[:, None, None]
+    scaled = torch.where(logits < 0, logits * scale, logits / scale)
+    logits.copy_(torch.where(seen, scaled, logits))
 
 
 # ---------------------------------------------------------------------------- the block

@@ -74,3 +74,63 @@ def flashinfer_sampler_probs(
             out[out < m * out.max()] = 0
         rows.append(out / out.sum())
     return torch.stack(rows).to(probs.dtype)
+
+
+class _OneRequestBatch:
+    """The parts of a ScheduleBatch that SGLang's penalizers read (weak-referenced: keep it alive)."""
+
+    def __init__(self, params, eos_token_id: int):
+        from types import SimpleNamespace
+
+        sampling_params = SimpleNamespace(
+            frequency_penalty=params.frequency_penalty,
+            presence_penalty=params.presence_penalty,
+            repetition_penalty=params.repetition_penalty,
+            min_new_tokens=params.min_new_tokens,
+            stop_token_ids=set(params.stop_token_ids),
+        )
+        tokenizer = SimpleNamespace(additional_stop_token_ids=None, eos_token_id=eos_token_id)
+        self.reqs = [SimpleNamespace(sampling_params=sampling_params, tokenizer=tokenizer)]
+        self.device = "cpu"
+
+
+@torch.inference_mode()
+def host_penalized_logits(target, prompt: list[int], output: list[int], params, eos_token_id: int):
+    """The target's next-token logits [V] after ``prompt + output``, penalised by SGLang's own
+    penalizers fed ``output`` (additive then scaling, as its overlap scheduler applies them)."""
+    from sglang.srt.sampling import penaltylib
+    from sglang.srt.sampling.penaltylib.repetition_penalty import apply_scaling_penalties
+
+    vocab = target.get_output_embeddings().weight.shape[0]
+    batch = _OneRequestBatch(params, eos_token_id)
+    orchestrator = penaltylib.BatchedPenalizerOrchestrator(
+        vocab_size=vocab,
+        batch=batch,
+        penalizers={
+            penaltylib.BatchedFrequencyPenalizer,
+            penaltylib.BatchedMinNewTokensPenalizer,
+            penaltylib.BatchedPresencePenalizer,
+            penaltylib.BatchedRepetitionPenalizer,
+        },
+    )
+    for token in output:
+        orchestrator.cumulate_output_tokens(torch.tensor([token]))
+    logits = target(torch.tensor([prompt + output])).logits[:, -1].float()
+    additive = torch.zeros_like(logits)
+    orchestrator.accumulate_additive_penalties(additive)
+    logits.add_(additive)
+    scaling = orchestrator.accumulate_scaling_penalties()
+    if scaling is not None:
+        apply_scaling_penalties(logits, scaling)
+    return logits[0]
+
+
+def host_penalized_greedy(target, prompt: list[int], params, eos_token_id: int) -> list[int]:
+    """Plain greedy decoding, one token per target pass, penalised by SGLang's own penalizers."""
+    output: list[int] = []
+    while len(output) < params.max_new_tokens:
+        token = int(host_penalized_logits(target, prompt, output, params, eos_token_id).argmax())
+        output.append(token)
+        if token in params.stop_token_ids:
+            break
+    return output

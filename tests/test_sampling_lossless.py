@@ -14,7 +14,7 @@ import itertools
 
 import pytest
 import torch
-from host_sampling import pytorch_sampler_probs
+from host_sampling import host_penalized_logits, pytorch_sampler_probs
 from stats import chi_square_pvalue
 
 import sglang_dflash.speculative as speculative
@@ -44,8 +44,8 @@ def pair():
 
 @torch.inference_mode()
 def exact_distribution(target, params: SamplingParams) -> torch.Tensor:
-    """P(first K generated tokens = s) for every s in VOCAB^K, under the filtered target (filtered by
-    SGLang's own pytorch sampler function, so our filters are checked, not assumed)."""
+    """P(first K generated tokens = s) for every s in VOCAB^K, under the filtered target (penalised by
+    SGLang's own penalizers and filtered by its pytorch sampler function: checked, not assumed)."""
     filters = (
         torch.tensor([params.top_k if params.top_k > 0 else 1 << 30]),
         torch.tensor([params.top_p]),
@@ -54,7 +54,7 @@ def exact_distribution(target, params: SamplingParams) -> torch.Tensor:
     probs = torch.ones([VOCAB] * K, dtype=torch.float64)
     for length in range(K):
         for prefix in itertools.product(range(VOCAB), repeat=length):
-            logits = target(torch.tensor([PROMPT + list(prefix)])).logits[0, -1:]
+            logits = host_penalized_logits(target, PROMPT, list(prefix), params, eos_token_id=-1)[None]
             step = pytorch_sampler_probs(torch.softmax(logits / params.temperature, -1), *filters)[0].double()
             probs[prefix] *= step.view([VOCAB] + [1] * (K - length - 1))
     return probs
@@ -82,6 +82,10 @@ SETTINGS = {
     # top-k cuts mass that top-p of the original distribution would keep; min-p trims the tail.
     "temperature 1.5, top-k 3, top-p 0.6, min-p 0.05": SamplingParams(
         temperature=1.5, top_k=3, top_p=0.6, min_p=0.05, max_new_tokens=K
+    ),
+    # Each position's penalties count the drafts before it.
+    "temperature 1, frequency 1.5, repetition 1.3": SamplingParams(
+        temperature=1.0, frequency_penalty=1.5, repetition_penalty=1.3, max_new_tokens=K
     ),
 }
 
