@@ -340,7 +340,8 @@ def apply_penalties_(logits: torch.Tensor, penalties: Penalties, chain: torch.Te
     too_early = output_index < penalties.min_new_tokens[:, None]  # [bs, n]
     stops = penalties.stop_token_ids
     is_stop = torch.zeros(bs, v + 1, dtype=torch.bool, device=logits.device)
-    is_stop.scatter_(1, torch.where(stops < 0, v, stops), True)
+    # Padding, and stop ids past the vocabulary (a client's choice; never generated), land in column V.
+    is_stop.scatter_(1, torch.where((stops < 0) | (stops >= v), v, stops), True)
     additive.masked_fill_(too_early[:, :, None] & is_stop[:, None, :v], float("-inf"))
     logits.add_(additive)
     scale = penalties.repetition[:, None, None]

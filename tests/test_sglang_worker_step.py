@@ -28,7 +28,7 @@ from sglang_dflash.grammar import BlockGrammar
 from sglang_dflash.serving.inject import ContextInjector
 from sglang_dflash.serving.model import DFlashDrafterForSGLang as SGLangDrafter
 from sglang_dflash.serving.worker import StepInputs, StepProfiler, decode_step
-from sglang_dflash.speculative import TARGET_DRAW, BatchSampling, sample_from, sampling_probs
+from sglang_dflash.speculative import TARGET_DRAW, BatchSampling, Penalties, sample_from, sampling_probs
 from sglang_dflash.testing import arrange_oracle, make_tiny_drafter, make_tiny_target
 
 PROMPTS = [[5], [3, 4, 5, 6, 7], [9, 8, 7, 6, 5, 4, 3, 2, 1]]
@@ -137,6 +137,13 @@ def make_case(kind, tiny_corpus, tiny_trained):
     return target, reference, PROMPTS
 
 
+def penalties_of(tokens, params, vocab_size) -> Penalties | None:
+    """The step's penalties from the committed tokens, as the worker builds them from ``output_ids``."""
+    if params is None or not any(p.penalized for p in params):
+        return None
+    return Penalties.of_rows(tokens, params, vocab_size)
+
+
 def decode_with_the_worker_step(
     host, prompts, reference, max_new, widths=None, grammars=None, mask_drafts=False, params=None
 ):
@@ -174,6 +181,7 @@ def decode_with_the_worker_step(
                 sampling=sampling,
                 verify_width=width,
                 grammar=BlockGrammar.of_batch(grammars, vocab_size, mask_drafts),
+                penalties=penalties_of(tokens, params, vocab_size),
             ),
             draft=functools.partial(host.draft, seq_lens=seq_lens, out_cache_loc=out_cache_loc),
             verify=lambda block, positions, slots: host.verify(block),
@@ -242,6 +250,35 @@ def test_seeded_sampled_steps_reproduce_the_seeded_reference(tmp_path, kind, tin
     assert tokens == expected.token_ids
     assert accept_lens == expected.accept_lens
     assert any(a > 1 for row in accept_lens for a in row)  # sampled drafts were accepted
+
+
+@pytest.mark.parametrize("kind", ["partial-oracle", "trained"])
+@torch.no_grad()
+def test_penalised_steps_reproduce_the_penalised_reference(tmp_path, kind, tiny_corpus, tiny_trained):
+    """Frequency, presence and repetition penalties, greedy and seeded-sampled rows: the worker's
+    step counts the drafts before each block position exactly as the reference does.  (16 new tokens:
+    the harness decodes every row until the slowest has them, within its rows of slots.)"""
+    max_new = 16
+    target, reference, prompts = make_case(kind, tiny_corpus, tiny_trained)
+    penalties = [
+        dict(frequency_penalty=1.2),
+        dict(presence_penalty=0.7, repetition_penalty=1.4),
+        dict(repetition_penalty=0.8, frequency_penalty=-0.5),
+        dict(),
+    ]
+    params = [
+        SamplingParams(max_new_tokens=max_new, temperature=0.8 * (r % 2), seed=5 + r, **penalties[r % 4])
+        for r in range(len(prompts))
+    ]
+    expected = spec_generate(target, reference, prompts, params)
+    unpenalised = spec_generate(target, reference, prompts, SamplingParams(max_new_tokens=max_new))
+    assert expected.token_ids[0] != unpenalised.token_ids[0]  # the penalties change the output
+
+    host = MiniHost(target, reference, prompts, tmp_path, use_triton=False)
+    tokens, accept_lens = decode_with_the_worker_step(host, prompts, reference, max_new, params=params)
+    assert tokens == expected.token_ids
+    assert accept_lens == expected.accept_lens
+    assert any(a > 1 for row in accept_lens for a in row)
 
 
 @pytest.mark.parametrize("kind", ["partial-oracle", "trained"])

@@ -95,14 +95,47 @@ def batch_sampling(sampling_info, bs: int, sampling_backend: str | None = "pytor
     )
 
 
-def apply_logit_bias(logits: torch.Tensor, sampling_info, block_size: int) -> None:
-    """Per-request ``logit_bias`` on every block position, as the target's own sampler adds it.
+def _penalized(sampling_params) -> bool:
+    return bool(
+        sampling_params.frequency_penalty
+        or sampling_params.presence_penalty
+        or sampling_params.repetition_penalty != 1
+        or sampling_params.min_new_tokens
+    )
 
-    Penalties and ``min_new_tokens`` depend on the tokens generated so far; requests using them are
-    refused (``validation.unsupported_request_option``), so the host's penalizers never run here.
+
+def min_new_tokens_stops(req) -> tuple[int, ...]:
+    """The tokens ``min_new_tokens`` holds back, as the host's penalizer lists them: the request's
+    stop token ids, the tokenizer's additional stop ids and its eos token."""
+    stops = set(req.sampling_params.stop_token_ids or ())
+    tokenizer = getattr(req, "tokenizer", None)
+    if tokenizer is not None:
+        stops |= set(getattr(tokenizer, "additional_stop_token_ids", None) or ())
+        if getattr(tokenizer, "eos_token_id", None) is not None:
+            stops.add(tokenizer.eos_token_id)
+    return tuple(sorted(stops))
+
+
+def step_penalties(reqs, vocab_size: int, device) -> spec.Penalties | None:
+    """The penalties of the batch's requests from their committed output, or None if none has any.
+
+    ``req.output_ids`` is complete here: the scheduler processes the previous step's result before
+    running a batch with penalties (``plugin``: overlap is disabled for such a batch, as the host
+    does for grammars), so every block position counts exactly the tokens plain decoding counts.
     """
-    if sampling_info.logit_bias is not None:
-        logits.add_(torch.repeat_interleave(sampling_info.logit_bias, block_size, dim=0))
+    if not any(_penalized(req.sampling_params) for req in reqs):
+        return None
+    params = [
+        spec.SamplingParams(
+            frequency_penalty=req.sampling_params.frequency_penalty,
+            presence_penalty=req.sampling_params.presence_penalty,
+            repetition_penalty=req.sampling_params.repetition_penalty,
+            min_new_tokens=req.sampling_params.min_new_tokens,
+            stop_token_ids=min_new_tokens_stops(req) if req.sampling_params.min_new_tokens else (),
+        )
+        for req in reqs
+    ]
+    return spec.Penalties.of_rows([req.output_ids for req in reqs], params, vocab_size, device)
 
 
 def draft_server_args(server_args, context_length: int, dtype: torch.dtype):
@@ -172,6 +205,9 @@ class StepInputs:
     verify_width: int | None = None
     # The grammars of constrained requests (JSON schema, regex, EBNF, structural tag), or None.
     grammar: BlockGrammar | None = None
+    # Penalties on the tokens generated so far (frequency, presence, repetition, min_new_tokens).
+    penalties: spec.Penalties | None = None
+    logit_bias: torch.Tensor | None = None  # [bs, V] per-request logit_bias, or None
 
 
 @dataclasses.dataclass
@@ -283,9 +319,10 @@ def decode_step(
     ``verify(tokens, positions, slots)`` -> (target logits [bs * width, V], captured target hidden
     [bs * width, K*H]) for the first ``width = verify_width`` block positions, at those KV slots;
     ``inject(hidden, positions, slots)`` writes the context K/V of those rows into the draft pool;
-    ``publish(new_seq_lens)`` lets the host schedule the next step.  With ``inputs.grammar`` the
-    target's logits are masked in place before acceptance (and the drafts chosen under the grammar
-    when it masks drafts).
+    ``publish(new_seq_lens)`` lets the host schedule the next step.  The target's logits are
+    changed in place before acceptance as plain decoding's sampler changes them, in its order:
+    penalties (each block position counting the drafts before it), the grammar mask (with
+    ``inputs.grammar``; the drafts are chosen under it too when it masks drafts), ``logit_bias``.
     """
     bs, block_size, sampling = inputs.seq_lens.shape[0], inputs.block_size, inputs.sampling
     width, grammar = inputs.verify_width or block_size, inputs.grammar
@@ -298,6 +335,8 @@ def decode_step(
         drafts, draft_probs = block[:, 1:1], None  # width 1: no drafts, plain decoding
         if width > 1:
             draft_logits = draft(block, positions.reshape(-1)).view(bs, block_size, -1)[:, 1:width]
+            if inputs.penalties is not None:
+                spec.apply_penalties_(draft_logits, inputs.penalties)
             if grammar is not None and grammar.mask_drafts:
                 drafts, draft_probs = grammar.draft(draft_logits, sampling, draws)
             else:
@@ -309,10 +348,14 @@ def decode_step(
         slots = verify_slots(inputs.out_cache_loc, bs, width)
         tokens = torch.cat([block[:, :1], drafts], dim=1)
         target_logits, hidden = verify(tokens, verify_positions, slots)
+        # In place: the host's logprobs read these logits, as plain decoding's read its sampler's.
         target_logits = target_logits.view(bs, width, -1)
+        if inputs.penalties is not None:
+            spec.apply_penalties_(target_logits, inputs.penalties, chain=drafts)
         if grammar is not None:
-            # In place: the host's logprobs read these logits, as plain decoding's read masked ones.
             grammar.mask_target(tokens, target_logits)
+        if inputs.logit_bias is not None:
+            target_logits.add_(inputs.logit_bias[:, None, :])
 
     with profiler.phase("accept_inject_ms"):
         num_correct_drafts, emitted = spec.accept(drafts, draft_probs, target_logits, sampling, draws)
@@ -500,7 +543,6 @@ class DFlashWorker(BaseSpecWorker):
                     batch=None, forward_batch=passes.verify_batch, is_verify=True
                 )
             logits_output = passes.verify_result.logits_output
-            apply_logit_bias(logits_output.next_token_logits, sampling_info, width)
             # The captured aux features feed the drafter only; the host sees the final hidden
             # states of the verified rows when a request asked for them (``stride = width``).
             hidden, logits_output.hidden_states = logits_output.hidden_states, final_hidden.get()
@@ -523,6 +565,8 @@ class DFlashWorker(BaseSpecWorker):
                 sampling=batch_sampling(sampling_info, bs, self.server_args.sampling_backend),
                 verify_width=width,
                 grammar=grammar,
+                penalties=step_penalties(batch.reqs, sampling_info.vocab_size, self.device),
+                logit_bias=sampling_info.logit_bias,
             ),
             draft=draft,
             verify=verify,
