@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One stage of the GPU acceptance + benchmark session (issue 12), run on the GPU host by the device
-# tool, one stage per call, after the kit's parts are installed (README, "GPU host runbook"):
+# tool, one stage per call, after the kit's parts are installed (docs/gpu-runbook.md):
 #
 #   bash bench/gpu_session.sh accept      # pytest -m gpu tests/gpu: lossless, meta_info, aborts, built-in loads our files
 #   bash bench/gpu_session.sh bench       # trained drafter: baseline, ours, built-in, NGRAM at c = 1, 4, 16, 64

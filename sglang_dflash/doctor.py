@@ -58,7 +58,7 @@ def device_description() -> str:
 
     if torch.cuda.is_available():
         return f"CUDA ({torch.cuda.get_device_name(0)}, {torch.cuda.device_count()} GPUs)"
-    return f"CPU ({os.cpu_count()} cores; serve with --device cpu, see README 'DFLASH on CPU')"
+    return f"CPU ({os.cpu_count()} cores; serve with --device cpu, see docs/cpu.md)"
 
 
 def plugin_verdict() -> Verdict:

@@ -14,7 +14,7 @@ With ``mask_drafts`` (the worker's default) the drafter's choices are constraine
 ``j``'s draft is chosen from the drafter's logits under row ``j - 1``'s mask, so every draft is one
 the grammar allows and the verify masks are the rows filled while drafting (no second walk).
 Drafts become sequential on the host (one device read per position); measured on JSON-schema
-prompts it raises tau (1.05 -> 1.30 with the first CPU drafter, README "Request options").
+prompts it raises tau (1.05 -> 1.30 with the first CPU drafter, docs/benchmarks.md).
 
 Grammar objects are SGLang's (``BaseGrammarObject``: ``accept_token``, ``rollback``,
 ``is_terminated``, ``allocate_vocab_mask``, ``fill_vocab_mask``, ``apply_vocab_mask``); this

@@ -14,7 +14,9 @@ if not torch.cuda.is_available():
 def pytest_collection_modifyitems(config, items):
     if torch.cuda.is_available():
         return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU and the SGLang stack; run on the GPU host (see README)")
+    skip = pytest.mark.skip(
+        reason="needs a CUDA GPU and the SGLang stack; run on the GPU host (see docs/gpu-runbook.md)"
+    )
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)

@@ -1,5 +1,5 @@
-"""Bad input at server start: the startup rows of README's "Bad input" table that other modules do
-not already cover (see the table for those).  Each bad drafter or flag must stop ``ServerArgs``
+"""Bad input at server start: the startup rows of docs/reliability.md's "Bad input" table that other
+modules do not already cover (see the table for those).  Each bad drafter or flag must stop ``ServerArgs``
 before any weights load, with an error naming the flag or file, the value and what was expected.
 
 All scenarios run in one fresh interpreter (``tests/scenarios/plugin_host.py``: hooks patch SGLang

@@ -2,7 +2,7 @@
 
 The device tool copies the working tree (tracked and untracked-not-ignored files) plus the carried
 paths, at most 64 MiB per call; SGLang travels as kit parts of ``--part-mib`` MiB each, and the
-evaluation prompts as ``.gpu-data/`` (README, "GPU host runbook"). A checkout that outgrows this
+evaluation prompts as ``.gpu-data/`` (docs/gpu-runbook.md). A checkout that outgrows this
 budget makes every GPU call fail before it starts, so it fails here first.
 """
 
@@ -29,10 +29,10 @@ def travelling_files() -> list[str]:
 
 
 def runbook_part_mib() -> int:
-    """The ``--part-mib`` that README's GPU runbook builds the kit with."""
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+    """The ``--part-mib`` that the GPU runbook (docs/gpu-runbook.md) builds the kit with."""
+    with open(os.path.join(ROOT, "docs", "gpu-runbook.md"), encoding="utf-8") as f:
         found = re.findall(r"build_kit\.py \.gpu-kit --with-smollm2 --part-mib (\d+)", f.read())
-    assert found, "README.md's GPU runbook must build the kit with an explicit --part-mib"
+    assert found, "docs/gpu-runbook.md must build the kit with an explicit --part-mib"
     return int(found[0])
 
 

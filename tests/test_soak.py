@@ -12,9 +12,9 @@ drafter or a random one, ``--enable-metrics`` and the scheduler's strict idle me
   ``stop`` or ``length``, greedy text equals the plain server's, the KV slots in use when idle
   return to their start value (the draft KV pool shares the target's slot indices), and the
   server still answers;
-- **bad requests**: each row of README's per-request table answers HTTP 400 naming the field (or,
-  where plain decoding serves the request, serves it as plain decoding does) while a greedy
-  request runs beside them and still ends exactly as the plain server's;
+- **bad requests**: each per-request row of docs/reliability.md's "Bad input" table answers HTTP 400
+  naming the field (or, where plain decoding serves the request, serves it as plain decoding does)
+  while a greedy request runs beside them and still ends exactly as the plain server's;
 - **metrics**: ``meta_info`` acceptance fields and the accepted-drafts histogram, the decode log
   line's ``accept len``, and the Prometheus speculative counters move when requests run.
 """

@@ -59,7 +59,7 @@ MASK_DRAFTS_ENV = "SGLANG_DFLASH_MASK_DRAFTS"
 
 def mask_drafts_setting() -> bool:
     """``SGLANG_DFLASH_MASK_DRAFTS``: on unless "0" (masked drafts raise tau on JSON-schema
-    prompts, see README "Request options"); any other value than "0" / "1" is refused."""
+    prompts, see docs/benchmarks.md); any other value than "0" / "1" is refused."""
     value = os.environ.get(MASK_DRAFTS_ENV, "1").strip()
     if value not in ("0", "1"):
         raise ValueError(f"sglang-dflash: {MASK_DRAFTS_ENV} is {value!r}; expected '1' (default) or '0'")

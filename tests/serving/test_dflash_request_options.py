@@ -27,7 +27,7 @@ PERSON_SCHEMA = {
     "properties": {"name": {"type": "string"}, "age": {"type": "integer"}, "city": {"type": "string"}},
     "required": ["name", "age", "city"],
 }
-FRUIT_REGEX = r"[A-Z][a-z]+(,[A-Z][a-z]+){2}\."  # SmolLM2's tokens with a leading space: see README
+FRUIT_REGEX = r"[A-Z][a-z]+(,[A-Z][a-z]+){2}\."  # SmolLM2's tokens with a leading space: see docs/serving.md
 YES_NO_EBNF = 'root ::= ("yes" | "no") "," [0-9] [0-9]?'
 GREEDY_LOGPROBS = 4  # prompts with logprobs
 
@@ -78,7 +78,7 @@ def ask_all(server, chosen) -> dict[str, dict]:
     them), the grammar and plain rows, then the hidden-state request alone.  SGLang 0.5.16's own
     prefill result processing, plain decoding too, fails on a batch mixing ``token_ids_logprob``
     rows with others, and slices a batch's prompt hidden states by prompt length whatever was
-    extended: those requests are kept apart (README, "Request options")."""
+    extended: those requests are kept apart (docs/serving.md, "SGLang 0.5.16 behaviours")."""
     results: dict[str, dict] = {}
     for group_id in range(3):
         group = {k: v for k, v in chosen.items() if request_group(v[2]) == group_id}
