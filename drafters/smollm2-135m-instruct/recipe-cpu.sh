@@ -4,31 +4,41 @@
 #   nice -n 10 bash drafters/smollm2-135m-instruct/recipe-cpu.sh
 #
 # Every stage is resumable: rerun the same command (same environment variables) and it continues
-# where it stopped, losing at most one generation batch, `SAVE_EVERY` training steps or one
-# evaluation batch.  Working data lives in $WORK (default ~/.cache/sglang-dflash/recipe-cpu), outside
-# the checkout; the finished drafter is copied next to this file.  Stage wall times go to
+# where it stopped, losing at most one generation chunk, one feature chunk, `SAVE_EVERY` training
+# steps or one evaluation batch.  The self-distilled tokens live next to this file (token-data/, one
+# token store per prompt mix, committed: a fresh machine generates only what is missing); features,
+# checkpoints and logs live in $WORK (default ~/.cache/sglang-dflash/recipe-cpu), outside the
+# checkout; the finished drafter is copied next to this file.  Stage wall times go to
 # $WORK/stages.jsonl.  Knobs (environment variables, defaults sized for a quiet 2-core machine):
 #
-#   STAGES="gen train eval"                        the stages to run (e.g. STAGES=gen grows a store only)
-#   NUM_PROMPTS=1600 GEN_PROCS=2 GEN_MINUTES=45   self-distillation with feature capture
-#   SOURCES=<the default mix>                      built-in prompt sources (gen-data --sources)
-#   FEATURES=$WORK/features                        the feature store to train on
-#   EXTRA_FEATURES=                                more stores (same layers) whose finished chunks join it
-#   NUM_CHUNKS=<all finished>                      chunks (32 prompts each) of FEATURES, frozen at first use
-#   STEPS=700 TRAIN_MINUTES=                       training length; TRAIN_MINUTES time-boxes one run
-#   LR=8e-4 WARMUP=30 THREADS=1                    peak learning rate, warmup steps, torch threads
-#   INIT_DRAFTER=                                  warm start from an earlier drafter (same shape)
-#   HELDOUT=32 EVAL_EVERY=50                       held-out records and how often their acceptance is logged
-#   HELDOUT_AMONG=<all>                            draw them among the first N records (keep an earlier hold-out)
-#   EVAL_PROMPTS=100 EVAL_MINUTES=                 acceptance measurement per evaluation set
-#   COPY_TO=<this folder>                          where the finished drafter's files go
+#   STAGES="gen features train eval"   the stages to run (e.g. STAGES=gen grows a token store only)
+#   NUM_PROMPTS=<the whole pool> GEN_PROCS=2 GEN_MINUTES=
+#                                      self-distillation into the token store (only missing chunks)
+#   SOURCES=<the default mix>          built-in prompt sources (gen-data --sources); their token store:
+#                                      token-data/<the sources joined by +> (the default mix: token-data/default)
+#   TOKENS=<here>/token-data           the folder of token stores
+#   FEATURE_PROCS=2 FEATURE_MINUTES=   features rebuilt from every token store (teacher-forced, no generation)
+#   FEATURES=$WORK/features/default    the feature store to train on
+#   EXTRA_FEATURES=<the others>        more feature stores (same layers) whose chunks join it (empty: none)
+#   NUM_CHUNKS=<all finished>          chunks (32 prompts each) of FEATURES, frozen at first use
+#   STEPS=700 TRAIN_MINUTES=           training length; TRAIN_MINUTES time-boxes one run
+#   LR=8e-4 WARMUP=30 THREADS=1        peak learning rate, warmup steps, torch threads
+#   INIT_DRAFTER=<the committed one>   warm start from a drafter of the same shape (empty: from the target's
+#                                      layers); $WORK/drafter/checkpoints/last.pt, when there, wins
+#   HELDOUT=32 EVAL_EVERY=50           held-out records and how often their acceptance is logged
+#   HELDOUT_AMONG=<all>                draw them among the first N records (keep an earlier hold-out)
+#   EVAL_PROMPTS=100 EVAL_MINUTES=     acceptance measurement per evaluation set
+#   COPY_TO=<this folder>              where the finished drafter's files go
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 evaldata=$(realpath "${EVAL_DATA:-$here/../../../shared/data}")
 work=${WORK:-$HOME/.cache/sglang-dflash/recipe-cpu}
-features=${FEATURES:-$work/features}
+tokens=${TOKENS:-$here/token-data}
+mix=${SOURCES:-default}
+mix=${mix// /+}
+features=${FEATURES:-$work/features/default}
 mkdir -p "$work"
-want() { [[ " ${STAGES:-gen train eval} " == *" $1 "* ]]; }
+want() { [[ " ${STAGES:-gen features train eval} " == *" $1 "* ]]; }
 target=$(python -c "from sglang_dflash.smollm2 import ensure_smollm2; print(ensure_smollm2())")
 layers="1 9 17 26"  # 4 of 30 target layers, spread from shallow to deep (the paper's rule)
 
@@ -41,23 +51,57 @@ stage() {  # stage NAME COMMAND...: run and append its wall time to stages.jsonl
     >> "$work/stages.jsonl"
 }
 
-# 1. Self-distillation + features: the built-in prompt mix (disjoint from the evaluation sets, checked by
-#    --exclude), answered greedily by the float32 target in batches of 32, 256 new tokens; hooks keep the
-#    outputs of the 4 context layers for every token (float16, memory-mapped chunks).  GEN_PROCS
-#    single-thread processes fill every GEN_PROCS-th batch each.
+# 1. Self-distillation into the committed token store of the prompt mix: the built-in prompts (disjoint
+#    from the evaluation sets, checked by --exclude), answered greedily by the float32 target in chunks of
+#    32 prompts, up to 256 new tokens.  Only chunks missing from token-data/<mix> are generated (up to
+#    NUM_PROMPTS prompts of the pool), each written atomically.  GEN_PROCS single-thread processes fill
+#    every GEN_PROCS-th chunk each.
 gen() {
   local procs=${GEN_PROCS:-2} pids=() i
   for ((i = 0; i < procs; i++)); do
-    sglang-dflash gen-data --target "$target" --out "$features" --features --target-layer-ids $layers \
-      --num-prompts "${NUM_PROMPTS:-1600}" ${SOURCES:+--sources $SOURCES} --max-new-tokens 256 --batch-size 32 --threads 1 --seed 0 \
-      --shard "$i/$procs" ${GEN_MINUTES:+--max-minutes "$GEN_MINUTES"} \
+    sglang-dflash gen-data --target "$target" --out "$tokens/$mix" --tokens \
+      ${NUM_PROMPTS:+--num-prompts "$NUM_PROMPTS"} ${SOURCES:+--sources $SOURCES} --max-new-tokens 256 \
+      --batch-size 32 --threads 1 --seed 0 --shard "$i/$procs" ${GEN_MINUTES:+--max-minutes "$GEN_MINUTES"} \
       --exclude "$evaldata/humaneval.jsonl" "$evaldata/gsm8k.jsonl" > "$work/gen-$i.log" 2>&1 &
     pids+=($!)
   done
   for i in "${pids[@]}"; do wait "$i"; done
 }
 want gen && stage gen gen
+
+# 2. Features: one teacher-forced forward pass of the target over every stored sequence (4 per pass);
+#    hooks keep the outputs of the 4 context layers (float16, memory-mapped chunks; feature chunk c holds
+#    token chunk c).  Each token store gets its own feature store, $WORK/features/<mix>; chunks already
+#    built are kept.  FEATURE_PROCS single-thread processes build every FEATURE_PROCS-th chunk each.
+build_features() {
+  local procs=${FEATURE_PROCS:-2} pids=() i store name
+  for store in "$tokens"/*/; do
+    [[ -f $store/header.json ]] || continue
+    name=$(basename "$store")
+    pids=()
+    for ((i = 0; i < procs; i++)); do
+      sglang-dflash gen-data --target "$target" --from-tokens "$store" --features \
+        --out "$work/features/$name" --target-layer-ids $layers --threads 1 --shard "$i/$procs" \
+        ${FEATURE_MINUTES:+--max-minutes "$FEATURE_MINUTES"} > "$work/features-$name-$i.log" 2>&1 &
+      pids+=($!)
+    done
+    for i in "${pids[@]}"; do wait "$i"; done
+  done
+}
+want features && stage features build_features
 want train || want eval || exit 0
+
+# The other token stores' features join training unless EXTRA_FEATURES is set (set and empty: none).
+if [[ -z ${EXTRA_FEATURES+set} ]]; then
+  EXTRA_FEATURES=""
+  for store in "$work"/features/*/; do
+    if [[ -f $store/manifest.json && ${store%/} != "${features%/}" ]]; then EXTRA_FEATURES+="${store%/} "; fi
+  done
+fi
+# Training continues from the committed drafter unless INIT_DRAFTER is set (set and empty: from the target).
+if [[ -z ${INIT_DRAFTER+set} && -f $here/model.safetensors ]]; then
+  INIT_DRAFTER=$here
+fi
 
 # The training set is frozen the first time: chunks 0..NUM_CHUNKS-1 (all finished chunks from 0 on).
 if [[ ! -f "$work/num_chunks" ]]; then

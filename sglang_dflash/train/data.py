@@ -487,6 +487,28 @@ def generate_padded(
     )
 
 
+def trim_at_eos(response: list[int], eos_token_id: int | None) -> list[int]:
+    """``response`` up to and including its first eos (generate pads finished rows with eos)."""
+    if eos_token_id is not None and eos_token_id in response:
+        return response[: response.index(eos_token_id) + 1]
+    return response
+
+
+@torch.inference_mode()
+def generate_batch(
+    target: torch.nn.Module,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    eos_token_id: int | None,
+    temperature: float = 0.0,
+) -> list[list[int]]:
+    """The target's responses to one left-padded batch of prompts, each cut after its first eos."""
+    width = max(map(len, prompts))
+    ids, mask = left_padded(prompts)
+    out = generate_padded(target, ids, mask, max_new_tokens, eos_token_id, temperature)
+    return [trim_at_eos(row, eos_token_id) for row in out[:, width:].tolist()]
+
+
 @torch.inference_mode()
 def generate_responses_hf(
     target: torch.nn.Module,
@@ -502,13 +524,9 @@ def generate_responses_hf(
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))  # similar lengths pad less
     for start in tqdm(range(0, len(order), batch_size), desc="generating", unit="batch"):
         chunk = [list(prompts[i]) for i in order[start : start + batch_size]]
-        width = max(map(len, chunk))
-        ids, mask = left_padded(chunk)
-        out = generate_padded(target, ids, mask, max_new_tokens, eos_token_id, temperature)
-        for prompt, row in zip(chunk, out[:, width:].tolist()):
-            if eos_token_id is not None and eos_token_id in row:
-                row = row[: row.index(eos_token_id) + 1]
-            yield {"input_ids": prompt + row, "loss_start": len(prompt)}
+        responses = generate_batch(target, chunk, max_new_tokens, eos_token_id, temperature)
+        for prompt, response in zip(chunk, responses):
+            yield {"input_ids": prompt + response, "loss_start": len(prompt)}
 
 
 def generate_responses_sglang(

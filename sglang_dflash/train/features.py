@@ -17,7 +17,8 @@ Chunks are written atomically (temporary name, then ``os.replace``; the ``.jsonl
 marks a finished chunk).  Chunk ``i`` is always the same prompts (prompts of similar length, the
 length buckets in a seeded random order), so a rerun generates only the chunks that are missing:
 an interruption loses at most one batch, and the first N chunks are a fair sample of the mix.
-Arrays are memory-mapped.
+Arrays are memory-mapped.  A feature store can also be rebuilt from a token store (the kept
+tokens, no generation): :func:`.tokens.build_features_from_tokens`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from .data import generate_padded, left_padded
+from .data import generate_batch
 
 MANIFEST = "manifest.json"
 FEATURE_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -80,18 +81,14 @@ def generate_batch_with_features(
 ) -> list[tuple[dict, torch.Tensor]]:
     """Generate one left-padded batch; returns per prompt (record, features [len(input_ids) - 1, K*H])."""
     width = max(map(len, prompts))
-    ids, mask = left_padded(prompts)
     capture = LayerCapture(target, layer_ids)
     try:
-        out = generate_padded(target, ids, mask, max_new_tokens, eos_token_id, temperature)
+        responses = generate_batch(target, prompts, max_new_tokens, eos_token_id, temperature)
         feats = capture.features()  # [bs, width + generated - 1, K*H]: the last token is never run
     finally:
         capture.remove()
     results = []
-    for row, prompt in enumerate(prompts):
-        response = out[row, width:].tolist()
-        if eos_token_id is not None and eos_token_id in response:
-            response = response[: response.index(eos_token_id) + 1]
+    for row, (prompt, response) in enumerate(zip(prompts, responses)):
         tokens = list(prompt) + response
         start = width - len(prompt)
         results.append(
@@ -106,10 +103,17 @@ def _to_numpy(features: torch.Tensor, dtype: str) -> np.ndarray:
     return t.view(torch.int16).numpy() if dtype == "bfloat16" else t.numpy()
 
 
-def _write_atomic(path: str, write) -> None:
-    tmp = path + ".tmp"
+def write_atomic(path: str, write) -> None:
+    """``write(f)`` into a temporary file beside ``path``, then rename it: readers see all of it or none.
+
+    The temporary name carries the process id, so processes filling one store side by side never
+    write into each other's file.
+    """
+    tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
         write(f)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -127,7 +131,7 @@ def write_manifest(out_dir: str, manifest: dict) -> None:
             )
         return
     os.makedirs(out_dir, exist_ok=True)
-    _write_atomic(path, lambda f: f.write(json.dumps(manifest, indent=2).encode()))
+    write_atomic(path, lambda f: f.write(json.dumps(manifest, indent=2).encode()))
 
 
 def generate_feature_store(
@@ -180,7 +184,7 @@ def generate_feature_store(
     # shortest part.
     random.Random(seed).shuffle(chunks)
     mine = [c for c in range(len(chunks)) if c % count == index]
-    todo = [c for c in mine if not os.path.exists(_chunk_path(out_dir, c, "jsonl"))]
+    todo = [c for c in mine if not chunk_done(out_dir, c)]
     bar = tqdm(todo, desc="generating+features", unit="batch", initial=len(mine) - len(todo), total=len(mine))
     tokens_done = 0
     for c in bar:
@@ -194,21 +198,33 @@ def generate_feature_store(
         results = generate_batch_with_features(
             target, [prompts[i] for i in chunks[c]], layer_ids, max_new_tokens, eos_token_id, temperature
         )
-        array = _to_numpy(torch.cat([f for _, f in results]), feature_dtype)
-        if feature_dtype == "float16" and not np.isfinite(array).all():
-            raise ValueError(
-                f"chunk {c}: float16 features overflow; expected --feature-dtype bfloat16 for this target"
-            )
-        _write_atomic(_chunk_path(out_dir, c, "npy"), lambda f, a=array: np.save(f, a))
-        offset, lines = 0, []
-        for record, feats in results:
-            lines.append(json.dumps({**record, "offset": offset}))
-            offset += feats.shape[0]
-        text = ("\n".join(lines) + "\n").encode()
-        _write_atomic(_chunk_path(out_dir, c, "jsonl"), lambda f, t=text: f.write(t))
+        write_feature_chunk(out_dir, c, results, feature_dtype)
         tokens_done += sum(len(r["input_ids"]) - r["loss_start"] for r, _ in results)
         bar.set_postfix(response_tokens=tokens_done)
     return sum(1 for _ in read_store_records(out_dir))
+
+
+def write_feature_chunk(
+    out_dir: str, chunk: int, results: Sequence[tuple[dict, torch.Tensor]], feature_dtype: str
+) -> None:
+    """Write chunk ``chunk``: its (record, features [len(input_ids) - 1, K*H]) pairs, ``.jsonl`` last."""
+    array = _to_numpy(torch.cat([f for _, f in results]), feature_dtype)
+    if feature_dtype == "float16" and not np.isfinite(array).all():
+        raise ValueError(
+            f"chunk {chunk}: float16 features overflow; expected --feature-dtype bfloat16 for this target"
+        )
+    write_atomic(_chunk_path(out_dir, chunk, "npy"), lambda f: np.save(f, array))
+    offset, lines = 0, []
+    for record, feats in results:
+        lines.append(json.dumps({**record, "offset": offset}))
+        offset += feats.shape[0]
+    text = ("\n".join(lines) + "\n").encode()
+    write_atomic(_chunk_path(out_dir, chunk, "jsonl"), lambda f: f.write(text))
+
+
+def chunk_done(out_dir: str, chunk: int) -> bool:
+    """Whether chunk ``chunk`` of the feature store ``out_dir`` is finished (its ``.jsonl`` is last)."""
+    return os.path.exists(_chunk_path(out_dir, chunk, "jsonl"))
 
 
 def _chunk_path(out_dir: str, chunk: int, ext: str) -> str:

@@ -1,0 +1,475 @@
+"""Token stores: the self-distilled token sequences, small enough to commit, and features rebuilt from them.
+
+Generating the target's answers token by token is the expensive part of the CPU recipe; the
+target's context features are a teacher-forced forward pass over those answers.  So the recipe
+keeps the tokens (prompt ids + response ids) next to the drafter, grows them session by session,
+and rebuilds a feature store (:mod:`.features`) from them on any machine with
+:func:`build_features_from_tokens` (no generation).
+
+A token store is a directory:
+
+- ``header.json``: ``settings`` (must agree to add to the store: the target's weight digest, the
+  prompt pool's description and digests, the generation settings, the chunk layout), ``created``,
+  and a ``summary`` (chunks, records, tokens; rewritten after each chunk, informational: the chunk
+  files are what a reader trusts);
+- ``chunk-NNNNN.safetensors``: one generation batch, ``tokens`` [n] (uint16 when the vocabulary
+  fits, else int32) holding the records back to back, ``offsets`` [R + 1] int32 (record r is
+  ``tokens[offsets[r]:offsets[r + 1]]``), ``loss_starts`` [R] int32 (the prompt's length: the
+  response starts there) and ``prompt_index`` [R] int32 (the prompt's position in the pool).
+
+Chunk ``c`` is always the same prompts: the pool (already a seeded shuffle) is cut into windows of
+``window_chunks`` chunks, each window's prompts sorted by length (a batch pads little) and cut into
+chunks.  A store covering whole windows is thus a uniform sample of the pool's first prompts, and
+growing it (a larger ``num_prompts``) or resuming an interrupted run generates only missing chunks.
+Every file is written atomically (a temporary file, then a rename), so the directory is a valid
+store at any moment and can be committed while generation runs.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from safetensors.numpy import load_file, save
+from torch import nn
+
+from .data import generate_batch
+from .features import (
+    FEATURE_DTYPES,
+    LayerCapture,
+    chunk_done,
+    write_atomic,
+    write_feature_chunk,
+    write_manifest,
+)
+
+HEADER = "header.json"
+FORMAT = "sglang-dflash token store 1"
+WINDOW_CHUNKS = 8
+_CHUNK = re.compile(r"chunk-(\d{5})\.safetensors")
+
+
+def json_sha256(value: object) -> str:
+    """sha256 of ``value`` as compact JSON: a digest of a prompt list or of settings."""
+    return hashlib.sha256(json.dumps(value, separators=(",", ":")).encode()).hexdigest()
+
+
+def weights_sha256(model: nn.Module) -> str:
+    """sha256 over the model's state dict: names, shapes and values as float32.
+
+    Float32 values make the digest the same whether the weights were loaded in bfloat16 or float32
+    (bfloat16 widens exactly), so a store made with one dtype accepts the other.
+    """
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        values = tensor.detach().to("cpu", torch.float32).contiguous().reshape(-1)
+        digest.update(f"{name}:{list(tensor.shape)};".encode())
+        digest.update(values.view(torch.uint8).numpy())
+    return digest.hexdigest()
+
+
+def token_dtype(vocab_size: int) -> str:
+    """``uint16`` when every id of the vocabulary fits in 16 bits, else ``int32``."""
+    return "uint16" if vocab_size <= 2**16 else "int32"
+
+
+def chunk_plan(prompt_ids: Sequence[Sequence[int]], chunk_size: int, window_chunks: int) -> list[list[int]]:
+    """Prompt indices of every chunk: windows of consecutive pool prompts, each sorted by length and cut."""
+    window = chunk_size * window_chunks
+    plan = []
+    for start in range(0, len(prompt_ids), window):
+        members = range(start, min(start + window, len(prompt_ids)))
+        ordered = sorted(members, key=lambda i: (len(prompt_ids[i]), i))
+        plan += [ordered[s : s + chunk_size] for s in range(0, len(ordered), chunk_size)]
+    return plan
+
+
+def chunk_path(store_dir: str, chunk: int) -> str:
+    return os.path.join(store_dir, f"chunk-{chunk:05d}.safetensors")
+
+
+def finished_chunks(store_dir: str) -> list[int]:
+    """Ids of the store's chunk files (temporary files of a write in progress are not chunks)."""
+    names = (os.path.basename(p) for p in glob.glob(os.path.join(store_dir, "chunk-*.safetensors")))
+    return sorted(int(m.group(1)) for m in map(_CHUNK.fullmatch, names) if m)
+
+
+def write_token_chunk(path: str, records: Sequence[dict], dtype: str) -> None:
+    """Write records ``{"input_ids", "loss_start", "prompt_index"}`` as one chunk file (atomically)."""
+    tokens = np.concatenate([np.asarray(r["input_ids"], dtype=np.int64) for r in records])
+    limit = np.iinfo(dtype).max
+    if tokens.min() < 0 or tokens.max() > limit:
+        raise ValueError(
+            f"{path}: token ids span {tokens.min()}..{tokens.max()}; expected ids in 0..{limit} ({dtype})"
+        )
+    lengths = [len(r["input_ids"]) for r in records]
+    data = save(
+        {
+            "tokens": tokens.astype(dtype),
+            "offsets": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32),
+            "loss_starts": np.asarray([r["loss_start"] for r in records], dtype=np.int32),
+            "prompt_index": np.asarray([r["prompt_index"] for r in records], dtype=np.int32),
+        }
+    )
+    write_atomic(path, lambda f: f.write(data))
+
+
+def read_token_chunk(path: str) -> list[dict]:
+    """The records of one chunk file, checked: ``{"input_ids", "loss_start", "prompt_index"}``."""
+    arrays = load_file(path)
+    missing = {"tokens", "offsets", "loss_starts", "prompt_index"} - arrays.keys()
+    if missing:
+        raise ValueError(f"{path}: tensors {sorted(missing)} are missing; expected a token-store chunk")
+    tokens, offsets = arrays["tokens"].astype(np.int64), arrays["offsets"].astype(np.int64)
+    starts, index = arrays["loss_starts"], arrays["prompt_index"]
+    lengths = np.diff(offsets)
+    if (
+        offsets[0] != 0
+        or offsets[-1] != len(tokens)
+        or not len(starts) == len(index) == len(lengths)
+        or (lengths < 1).any()
+        or not ((starts > 0) & (starts < lengths)).all()
+    ):
+        raise ValueError(
+            f"{path}: offsets and loss_starts are inconsistent; expected offsets 0..{len(tokens)} and "
+            "0 < loss_start < length for every record"
+        )
+    return [
+        {
+            "input_ids": tokens[offsets[r] : offsets[r + 1]].tolist(),
+            "loss_start": int(starts[r]),
+            "prompt_index": int(index[r]),
+        }
+        for r in range(len(lengths))
+    ]
+
+
+def _read_header(store_dir: str) -> dict:
+    path = os.path.join(store_dir, HEADER)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} is missing; expected a token store written by gen-data --tokens")
+    with open(path, encoding="utf-8") as f:
+        header = json.load(f)
+    if header.get("format") != FORMAT:
+        raise ValueError(f"{path}: format is {header.get('format')!r}; expected {FORMAT!r}")
+    return header
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _write_header(store_dir: str, header: dict) -> None:
+    write_atomic(os.path.join(store_dir, HEADER), lambda f: f.write(json.dumps(header, indent=2).encode()))
+
+
+def open_for_writing(store_dir: str, settings: dict) -> dict:
+    """The store's header, created with ``settings`` or checked against them (a resumed or grown store)."""
+    if os.path.exists(os.path.join(store_dir, HEADER)):
+        header = _read_header(store_dir)
+        stored = header["settings"]
+        changed = {k: (stored.get(k), v) for k, v in settings.items() if stored.get(k) != v}
+        if changed:
+            raise ValueError(
+                f"{os.path.join(store_dir, HEADER)}: settings {changed} (stored, requested) differ; "
+                "expected the same target, prompt pool and generation settings to add to this store, "
+                "or a new directory"
+            )
+        return header
+    os.makedirs(store_dir, exist_ok=True)
+    # A run killed mid-write leaves a temporary file; it is no part of the store, so it is not committed.
+    with open(os.path.join(store_dir, ".gitignore"), "w", encoding="utf-8") as f:
+        f.write("*.tmp\n")
+    header = {"format": FORMAT, "settings": settings, "created": _now(), "summary": {}}
+    _write_header(store_dir, header)
+    return header
+
+
+def _remove_stale_temporaries(store_dir: str) -> None:
+    """Delete temporary files left by processes that no longer run (a killed generation)."""
+    for path in glob.glob(os.path.join(store_dir, "*.tmp")):
+        pid = path.rsplit(".", 2)[-2]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            os.remove(path)
+        except PermissionError:  # alive, another user's
+            pass
+
+
+def summarize(store_dir: str) -> dict:
+    """Counts over the store's chunk files: chunks, records, prompt and response tokens."""
+    chunks = finished_chunks(store_dir)
+    records = [r for c in chunks for r in read_token_chunk(chunk_path(store_dir, c))]
+    return {
+        "chunks": len(chunks),
+        "records": len(records),
+        "prompt_tokens": sum(r["loss_start"] for r in records),
+        "response_tokens": sum(len(r["input_ids"]) - r["loss_start"] for r in records),
+    }
+
+
+def generate_token_store(
+    target: nn.Module,
+    prompts: Sequence[str],
+    prompt_ids: Sequence[Sequence[int]],
+    store_dir: str,
+    mix: dict,
+    max_new_tokens: int,
+    eos_token_id: int | None,
+    num_prompts: int | None = None,
+    chunk_size: int = 32,
+    temperature: float = 0.0,
+    seed: int = 0,
+    max_minutes: float | None = None,
+    shard: tuple[int, int] = (0, 1),
+    log: Callable[[str], None] = print,
+) -> dict:
+    """Generate (or grow, or finish) a token store over a prompt pool; returns its summary.
+
+    ``prompts`` are the pool's texts and ``prompt_ids`` their token ids as the target reads them;
+    ``mix`` describes where the pool comes from (sources or file, seed).  The pool's size and the
+    digests of its texts and ids join the store's settings.  ``num_prompts`` (default: the whole pool) counts
+    prompts in whole chunks from the first.  With ``max_minutes`` no new chunk starts after that
+    many minutes.  ``shard=(i, n)`` generates only chunks ``c`` with ``c % n == i`` (n processes fill
+    one store side by side).
+    """
+    index, count = shard
+    if not 0 <= index < count:
+        raise ValueError(f"gen-data: --shard is {index}/{count}; expected i/n with 0 <= i < n")
+    if num_prompts is not None and not 1 <= num_prompts <= len(prompt_ids):
+        raise ValueError(
+            f"gen-data: --num-prompts is {num_prompts}; expected 1..{len(prompt_ids)} (the prompt pool)"
+        )
+    if chunk_size < 1:
+        raise ValueError(f"gen-data: --batch-size is {chunk_size}; expected an integer >= 1")
+    if len(prompts) != len(prompt_ids):
+        raise ValueError(f"prompt ids are {len(prompt_ids)} lists; expected one per prompt ({len(prompts)})")
+    started = time.time()
+    settings = {
+        "target": {"weights_sha256": weights_sha256(target)},
+        "prompt_mix": {
+            **mix,
+            "prompts": len(prompts),
+            "texts_sha256": json_sha256(list(prompts)),
+            "ids_sha256": json_sha256([list(p) for p in prompt_ids]),
+        },
+        "generation": {
+            "max_new_tokens": max_new_tokens,
+            "temperature": temperature,
+            "seed": seed,
+            "eos_token_id": eos_token_id,
+        },
+        "layout": {
+            "chunk_size": chunk_size,
+            "window_chunks": WINDOW_CHUNKS,
+            "token_dtype": token_dtype(target.config.get_text_config().vocab_size),
+        },
+    }
+    header = open_for_writing(store_dir, settings)
+    _remove_stale_temporaries(store_dir)
+    plan = chunk_plan(prompt_ids, chunk_size, WINDOW_CHUNKS)
+    wanted = len(plan) if num_prompts is None else -(-num_prompts // chunk_size)
+    todo = [c for c in range(wanted) if c % count == index and not os.path.exists(chunk_path(store_dir, c))]
+    log(f"gen-data: {len(todo)} chunks to generate into {store_dir} (chunks 0..{wanted - 1} wanted)")
+    for c in todo:
+        if max_minutes is not None and time.time() - started > 60 * max_minutes:
+            log(f"gen-data: stopping after {max_minutes} minutes before chunk {c}; rerun to continue")
+            break
+        chunk_started = time.time()
+        torch.manual_seed(seed * 1_000_003 + c)  # a resumed chunk samples exactly as it would have
+        prompts = [list(prompt_ids[i]) for i in plan[c]]
+        responses = generate_batch(target, prompts, max_new_tokens, eos_token_id, temperature)
+        records = [
+            {"input_ids": p + r, "loss_start": len(p), "prompt_index": i}
+            for i, p, r in zip(plan[c], prompts, responses)
+        ]
+        write_token_chunk(chunk_path(store_dir, c), records, settings["layout"]["token_dtype"])
+        header["summary"] = {**summarize(store_dir), "updated": _now()}
+        _write_header(store_dir, header)
+        seconds = time.time() - chunk_started
+        new_tokens = sum(map(len, responses))
+        log(
+            f"gen-data: chunk {c}: {len(records)} records, {new_tokens} response tokens in {seconds:.1f} s "
+            f"({new_tokens / seconds:.0f} tok/s); store: {header['summary']}"
+        )
+    return summarize(store_dir)
+
+
+@dataclass
+class TokenStore:
+    """Read side of a token store: its header and every finished chunk's records (tagged ``chunk``)."""
+
+    path: str
+    header: dict
+    records: list[dict]
+
+    @classmethod
+    def open(cls, path: str) -> TokenStore:
+        header = _read_header(path)
+        records = [
+            {**record, "chunk": c}
+            for c in finished_chunks(path)
+            for record in read_token_chunk(chunk_path(path, c))
+        ]
+        return cls(path, header, records)
+
+    @property
+    def settings(self) -> dict:
+        return self.header["settings"]
+
+    def chunks(self) -> list[int]:
+        return sorted({r["chunk"] for r in self.records})
+
+
+def stored_prompt_texts(
+    store: TokenStore, pool: Sequence[str], encode: Callable[[str], list[int]]
+) -> list[str]:
+    """The text of every record's prompt, after checking that the store holds exactly what ``pool`` gives.
+
+    ``pool`` must match the store's prompt digest, and each record's prompt ids must equal
+    ``encode(pool[prompt_index])``: the texts returned are then the prompts the target answered.
+    """
+    mix = store.settings["prompt_mix"]
+    if len(pool) != mix["prompts"] or json_sha256(list(pool)) != mix["texts_sha256"]:
+        raise ValueError(
+            f"{store.path}: the prompt pool given ({len(pool)} prompts) differs from the store's "
+            f"({mix['prompts']} prompts, texts_sha256 {mix['texts_sha256'][:12]}...); expected the pool "
+            "that generated it"
+        )
+    texts = []
+    for record in store.records:
+        text = pool[record["prompt_index"]]
+        if record["input_ids"][: record["loss_start"]] != encode(text):
+            raise ValueError(
+                f"{store.path}: chunk {record['chunk']}'s prompt {record['prompt_index']} ids differ from "
+                "the encoded pool prompt; expected the store's prompts to be the pool's"
+            )
+        texts.append(text)
+    return texts
+
+
+class _StopForward(Exception):
+    """Raised after the deepest captured layer: the layers above it and the lm_head are not needed."""
+
+
+@torch.inference_mode()
+def teacher_forced_features(
+    target: nn.Module, sequences: Sequence[Sequence[int]], layer_ids: Sequence[int]
+) -> list[torch.Tensor]:
+    """Context features [len(seq) - 1, K*H] of each sequence, from one right-padded forward pass.
+
+    Right padding needs no attention mask: causal attention keeps every real token from seeing the
+    padding after it, and positions count from 0 as in generation.  The last token's feature is
+    dropped, as in a feature store (no anchor reads it).
+    """
+    width = max(map(len, sequences))
+    ids = torch.zeros(len(sequences), width, dtype=torch.long)
+    for row, seq in enumerate(sequences):
+        ids[row, : len(seq)] = torch.tensor(list(seq))
+    capture = LayerCapture(target, layer_ids)
+
+    def stop(module, args, output):
+        raise _StopForward
+
+    # Registered after the capture's hook on the same layer, so it runs after the capture.
+    handle = target.model.layers[max(layer_ids)].register_forward_hook(stop)
+    try:
+        target.model(input_ids=ids, use_cache=False)
+    except _StopForward:
+        pass
+    finally:
+        handle.remove()
+        capture.remove()
+    feats = capture.features()  # [bs, width, K*H]
+    return [feats[row, : len(seq) - 1] for row, seq in enumerate(sequences)]
+
+
+def build_features_from_tokens(
+    target: nn.Module,
+    tokens_dir: str,
+    out_dir: str,
+    layer_ids: Sequence[int],
+    feature_dtype: str = "float16",
+    batch_size: int = 8,
+    max_minutes: float | None = None,
+    shard: tuple[int, int] = (0, 1),
+    log: Callable[[str], None] = print,
+) -> dict:
+    """Build (or finish) a feature store from a token store: feature chunk c holds token chunk c's records.
+
+    Sequences go through the target ``batch_size`` at a time, sorted by length within a chunk (less
+    padding).  Resumable like generation (finished chunks are skipped).  Returns ``records``,
+    ``tokens`` and ``seconds`` of the chunks built by this call.
+    """
+    index, count = shard
+    if not 0 <= index < count:
+        raise ValueError(f"gen-data: --shard is {index}/{count}; expected i/n with 0 <= i < n")
+    if feature_dtype not in FEATURE_DTYPES:
+        raise ValueError(
+            f"gen-data: --feature-dtype is {feature_dtype!r}; expected one of {sorted(FEATURE_DTYPES)}"
+        )
+    if batch_size < 1:
+        raise ValueError(f"gen-data: --batch-size is {batch_size}; expected an integer >= 1")
+    started = time.time()
+    store = TokenStore.open(tokens_dir)
+    if not store.records:
+        raise ValueError(f"{tokens_dir} holds no chunk; expected at least one chunk-NNNNN.safetensors")
+    stored, ours = store.settings["target"]["weights_sha256"], weights_sha256(target)
+    if stored != ours:
+        raise ValueError(
+            f"gen-data: --target's weights_sha256 is {ours[:16]}...; expected {stored[:16]}... as in "
+            f"{os.path.join(tokens_dir, HEADER)} (features must come from the target that wrote the tokens)"
+        )
+    write_manifest(
+        out_dir,
+        {
+            "layer_ids": list(layer_ids),
+            "hidden_size": target.config.get_text_config().hidden_size,
+            "feature_dtype": feature_dtype,
+            "from_tokens": {"settings_sha256": json_sha256(store.settings)},
+            "target_weights_sha256": ours,
+        },
+    )
+    by_chunk: dict[int, list[dict]] = {}
+    for record in store.records:
+        by_chunk.setdefault(record["chunk"], []).append(record)
+    todo = [c for c in sorted(by_chunk) if c % count == index and not chunk_done(out_dir, c)]
+    log(f"gen-data: {len(todo)} feature chunks to build into {out_dir} from {tokens_dir}")
+    done = {"records": 0, "tokens": 0, "seconds": 0.0}
+    for c in todo:
+        if max_minutes is not None and time.time() - started > 60 * max_minutes:
+            log(f"gen-data: stopping after {max_minutes} minutes before chunk {c}; rerun to continue")
+            break
+        chunk_started = time.time()
+        records = by_chunk[c]
+        order = sorted(range(len(records)), key=lambda i: len(records[i]["input_ids"]))
+        feats: dict[int, torch.Tensor] = {}
+        for s in range(0, len(order), batch_size):
+            batch = order[s : s + batch_size]
+            rows = teacher_forced_features(target, [records[i]["input_ids"] for i in batch], layer_ids)
+            feats.update(zip(batch, rows))
+        results = [
+            ({k: r[k] for k in ("input_ids", "loss_start", "prompt_index")}, feats[i])
+            for i, r in enumerate(records)
+        ]
+        write_feature_chunk(out_dir, c, results, feature_dtype)
+        seconds = time.time() - chunk_started
+        tokens = sum(len(r["input_ids"]) for r in records)
+        done = {
+            "records": done["records"] + len(records),
+            "tokens": done["tokens"] + tokens,
+            "seconds": done["seconds"] + seconds,
+        }
+        log(f"gen-data: feature chunk {c}: {len(records)} records, {tokens} tokens in {seconds:.1f} s")
+    return done

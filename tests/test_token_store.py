@@ -1,0 +1,235 @@
+"""Token stores: compact self-distilled tokens that round-trip, resume and grow to the same bytes as one
+uninterrupted run, rebuild the features generation captures, and (the committed one) hold no
+evaluation prompt."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from sglang_dflash.testing import make_tiny_target
+from sglang_dflash.train import tokens as tokens_module
+from sglang_dflash.train.data import overlapping_prompts, read_prompts
+from sglang_dflash.train.features import FeatureStore, generate_feature_store
+from sglang_dflash.train.tokens import (
+    TokenStore,
+    build_features_from_tokens,
+    chunk_plan,
+    generate_token_store,
+    stored_prompt_texts,
+    weights_sha256,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA = os.path.join(ROOT, "..", "shared", "data")
+TOKEN_DATA = os.path.join(ROOT, "drafters", "smollm2-135m-instruct", "token-data")
+# The default mix's store must be there; any other committed store is checked too.
+COMMITTED = sorted(
+    {"default"} | {n for n in os.listdir(TOKEN_DATA) if os.path.isdir(os.path.join(TOKEN_DATA, n))}
+    if os.path.isdir(TOKEN_DATA)
+    else {"default"}
+)
+LAYERS = [1, 3]
+
+
+def _pool(count=40, seed=0):
+    """Random token prompts (3-8 tokens) of the tiny vocabulary, and a text naming each."""
+    g = torch.Generator().manual_seed(seed)
+    ids = [
+        torch.randint(1, 63, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist()
+        for _ in range(count)
+    ]
+    return [" ".join(map(str, p)) for p in ids], ids
+
+
+def _generate(target, store, pool, **kw):
+    texts, ids = pool
+    args = dict(max_new_tokens=10, eos_token_id=None, chunk_size=4, log=lambda line: None)
+    args.update(kw)
+    return generate_token_store(target, texts, ids, str(store), {"sources": ["test"], "seed": 0}, **args)
+
+
+def _files(store):
+    """Every file of the store but the header (its timestamps differ), as bytes."""
+    return {name: (store / name).read_bytes() for name in sorted(os.listdir(store)) if name != "header.json"}
+
+
+@pytest.fixture(scope="module")
+def target():
+    return make_tiny_target("llama", seed=0)
+
+
+def test_store_round_trips_records_compactly(target, tmp_path):
+    pool = _pool()
+    summary = _generate(target, tmp_path / "s", pool)
+    store = TokenStore.open(str(tmp_path / "s"))
+    assert summary["records"] == len(store.records) == 40 and summary["chunks"] == 10
+    for record in store.records:  # each record is its prompt (by index into the pool) + the target's answer
+        prompt = pool[1][record["prompt_index"]]
+        assert record["input_ids"][: record["loss_start"]] == prompt
+        assert len(record["input_ids"]) == len(prompt) + 10
+    assert sorted(r["prompt_index"] for r in store.records) == list(range(40))
+    arrays = tokens_module.load_file(str(tmp_path / "s" / "chunk-00000.safetensors"))
+    assert arrays["tokens"].dtype == np.uint16 and arrays["offsets"].dtype == np.int32
+    header = json.loads((tmp_path / "s" / "header.json").read_text())
+    assert header["settings"]["target"]["weights_sha256"] == weights_sha256(target)
+    assert header["settings"]["prompt_mix"]["prompts"] == 40 and header["summary"]["records"] == 40
+    assert (tmp_path / "s" / ".gitignore").read_text() == "*.tmp\n"
+
+
+def test_greedy_records_are_the_targets_own_continuations(target, tmp_path):
+    pool = _pool(8)
+    _generate(target, tmp_path / "s", pool)
+    for record in TokenStore.open(str(tmp_path / "s")).records:
+        prompt = record["input_ids"][: record["loss_start"]]
+        plain = target.generate(torch.tensor([prompt]), max_new_tokens=10, do_sample=False, pad_token_id=0)
+        assert record["input_ids"] == plain[0].tolist()
+
+
+def test_chunks_are_windows_of_the_pool_sorted_by_length():
+    ids = [[1] * n for n in (5, 3, 9, 1, 7, 2, 8, 4, 6)]
+    plan = chunk_plan(ids, chunk_size=2, window_chunks=2)  # windows of 4 prompts: 0-3, 4-7, 8
+    assert plan == [[3, 1], [0, 2], [5, 7], [4, 6], [8]]
+
+
+def test_a_stopped_run_resumed_and_a_grown_store_equal_one_uninterrupted_run(target, tmp_path, monkeypatch):
+    pool = _pool()
+    _generate(target, tmp_path / "straight", pool)
+
+    # Grown in two sessions: the first covers 10 prompts (3 chunks of 4), the second the rest.
+    _generate(target, tmp_path / "grown", pool, num_prompts=10)
+    assert TokenStore.open(str(tmp_path / "grown")).chunks() == [0, 1, 2]
+    _generate(target, tmp_path / "grown", pool)
+
+    # Killed while writing chunk 4: chunks 0-3 stay, chunk 4 is a temporary file of a dead process.
+    real_write = tokens_module.write_token_chunk
+
+    def killed_at_chunk_4(path, records, dtype):
+        if path.endswith("chunk-00004.safetensors"):
+            with open(path + ".999999999.tmp", "wb") as f:
+                f.write(b"half a chunk")
+            raise KeyboardInterrupt
+        real_write(path, records, dtype)
+
+    monkeypatch.setattr(tokens_module, "write_token_chunk", killed_at_chunk_4)
+    with pytest.raises(KeyboardInterrupt):
+        _generate(target, tmp_path / "resumed", pool)
+    assert TokenStore.open(str(tmp_path / "resumed")).chunks() == [0, 1, 2, 3]  # a valid store meanwhile
+    monkeypatch.setattr(tokens_module, "write_token_chunk", real_write)
+    calls = []
+    real_generate = tokens_module.generate_batch
+    monkeypatch.setattr(
+        tokens_module, "generate_batch", lambda *a, **k: calls.append(1) or real_generate(*a, **k)
+    )
+    _generate(target, tmp_path / "resumed", pool)
+    assert len(calls) == 6  # chunks 4-9 only
+
+    straight = _files(tmp_path / "straight")
+    assert _files(tmp_path / "grown") == straight and _files(tmp_path / "resumed") == straight
+    headers = [
+        json.loads((tmp_path / n / "header.json").read_text()) for n in ("straight", "grown", "resumed")
+    ]
+    assert all(h["settings"] == headers[0]["settings"] and h["summary"]["records"] == 40 for h in headers)
+
+
+def test_shards_fill_one_store_as_a_single_process_does(target, tmp_path):
+    pool = _pool(24)
+    _generate(target, tmp_path / "one", pool)
+    for shard in ((0, 2), (1, 2)):
+        _generate(target, tmp_path / "two", pool, shard=shard)
+    assert _files(tmp_path / "two") == _files(tmp_path / "one")
+
+
+def test_adding_to_a_store_with_other_settings_or_another_target_is_refused(target, tmp_path):
+    pool = _pool(8)
+    _generate(target, tmp_path / "s", pool)
+    with pytest.raises(ValueError, match=r"settings \{'generation'.*differ; expected the same target"):
+        _generate(target, tmp_path / "s", pool, max_new_tokens=11)
+    with pytest.raises(ValueError, match=r"settings \{'target'"):
+        _generate(make_tiny_target("llama", seed=1), tmp_path / "s", pool)
+    with pytest.raises(ValueError, match=r"settings \{'prompt_mix'"):
+        _generate(target, tmp_path / "s", _pool(8, seed=1))
+    with pytest.raises(ValueError, match=r"--num-prompts is 9; expected 1..8"):
+        _generate(target, tmp_path / "s", pool, num_prompts=9)
+
+
+def test_rebuilt_features_equal_those_captured_during_generation(target, tmp_path):
+    texts, ids = _pool(12)
+    captured = str(tmp_path / "captured")
+    generate_feature_store(target, ids, captured, LAYERS, max_new_tokens=10, eos_token_id=None, batch_size=4)
+    _generate(target, tmp_path / "tokens", (texts, ids))
+    rebuilt = str(tmp_path / "rebuilt")
+    done = build_features_from_tokens(
+        target, str(tmp_path / "tokens"), rebuilt, LAYERS, batch_size=5, log=print
+    )
+    assert done["records"] == 12 and done["tokens"] == sum(len(p) + 10 for p in ids)
+    old, new = FeatureStore.open(captured), FeatureStore.open(rebuilt)
+    old_by_ids = {tuple(r["input_ids"]): r for r in old.records}
+    assert sorted(old_by_ids) == sorted(tuple(r["input_ids"]) for r in new.records)  # the same samples
+    for record in new.records:
+        expected = old.features(old_by_ids[tuple(record["input_ids"])], 10**6)
+        got = new.features(record, 10**6)
+        assert got.shape == expected.shape == (len(record["input_ids"]) - 1, 2 * 32)
+        torch.testing.assert_close(got, expected, atol=2e-3, rtol=2e-3)  # float16 storage
+    # A rerun builds nothing; features of another target are refused.
+    assert (
+        build_features_from_tokens(target, str(tmp_path / "tokens"), rebuilt, LAYERS, log=print)["records"]
+        == 0
+    )
+    with pytest.raises(ValueError, match="--target's weights_sha256 is .*; expected .* as in"):
+        build_features_from_tokens(
+            make_tiny_target("llama", seed=1), str(tmp_path / "tokens"), rebuilt, LAYERS
+        )
+
+
+def test_stored_prompt_texts_check_the_pool_and_every_records_ids(target, tmp_path):
+    texts, ids = _pool(8)
+    _generate(target, tmp_path / "s", (texts, ids))
+    store = TokenStore.open(str(tmp_path / "s"))
+    encode = {t: i for t, i in zip(texts, ids)}.__getitem__
+    assert sorted(stored_prompt_texts(store, texts, encode)) == sorted(texts)
+    with pytest.raises(ValueError, match="the prompt pool given .* differs from the store's"):
+        stored_prompt_texts(store, texts[::-1], encode)
+    with pytest.raises(ValueError, match="ids differ from the encoded pool prompt"):
+        stored_prompt_texts(store, texts, lambda t: encode(t)[1:])
+
+
+def test_gen_data_token_flags_are_checked(capsys, tmp_path):
+    from sglang_dflash.cli import main as cli_main
+
+    base = ["gen-data", "--target", "unused", "--out", str(tmp_path / "o")]
+    cases = {
+        ("--tokens", "--features"): "--tokens is set with --features; expected one of them",
+        ("--tokens", "--backend", "sglang"): "--backend is 'sglang'; expected 'hf' with --tokens",
+        ("--from-tokens", "t"): "--from-tokens is 't' without --features; expected --features",
+        ("--from-tokens", "t", "--features"): "--target-layer-ids is None; expected the layers to keep",
+    }
+    for flags, message in cases.items():
+        assert cli_main([*base, *flags]) == 2
+        assert f"gen-data: {message}" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "o")
+
+
+@pytest.mark.parametrize("name", COMMITTED)
+def test_committed_token_data_holds_no_evaluation_prompt(name):
+    """The committed store holds its pool's prompts (ids checked); none shares 12 words with an eval one."""
+    from transformers import AutoTokenizer
+
+    from sglang_dflash.smollm2 import ensure_smollm2
+    from sglang_dflash.train.data import builtin_prompts, chat_prompt_ids
+
+    store = TokenStore.open(os.path.join(TOKEN_DATA, name))
+    assert len(store.records) >= 32 or name != "default"  # another mix's store may hold its header only
+    mix = store.settings["prompt_mix"]
+    pool = builtin_prompts(None, mix["seed"], mix["sources"])
+    tokenizer = AutoTokenizer.from_pretrained(ensure_smollm2())
+    texts = stored_prompt_texts(store, pool, lambda text: chat_prompt_ids(tokenizer, text))
+    evaluation = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl")) + read_prompts(
+        os.path.join(SHARED_DATA, "gsm8k.jsonl")
+    )
+    assert len(evaluation) == 164 + 1319
+    assert overlapping_prompts(texts, evaluation) == []
+    evaluation_ids = {tuple(chat_prompt_ids(tokenizer, e)) for e in evaluation}
+    assert not evaluation_ids & {tuple(r["input_ids"][: r["loss_start"]]) for r in store.records}
