@@ -33,6 +33,7 @@ from typing import Any
 DEFAULT_WIDTHS = (1, 4, 8, 16)
 # Where the plugin keeps the checked settings on SGLang's ServerArgs for the worker.
 ADAPTIVE_ATTR = "_sglang_dflash_adaptive"
+ADAPTIVE_CONFIG_FLAG = "--speculative-adaptive-config"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +54,7 @@ class AdaptiveConfig:
             or not widths
             or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in widths)
         ):
-            raise ValueError(f"--speculative-adaptive-config: widths is {widths!r}; expected integers >= 1")
+            raise ValueError(f"{ADAPTIVE_CONFIG_FLAG}: widths is {widths!r}; expected integers >= 1")
         object.__setattr__(self, "widths", tuple(sorted(set(widths))))
         if (
             isinstance(self.explore_every, bool)
@@ -61,19 +62,16 @@ class AdaptiveConfig:
             or self.explore_every < 2
         ):
             raise ValueError(
-                f"--speculative-adaptive-config: explore_every is {self.explore_every!r}; "
-                "expected an integer >= 2"
+                f"{ADAPTIVE_CONFIG_FLAG}: explore_every is {self.explore_every!r}; expected an integer >= 2"
             )
         for name in ("accept_decay", "time_decay"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0 <= value < 1:
-                raise ValueError(
-                    f"--speculative-adaptive-config: {name} is {value!r}; expected a number in [0, 1)"
-                )
+                raise ValueError(f"{ADAPTIVE_CONFIG_FLAG}: {name} is {value!r}; expected a number in [0, 1)")
         for name in ("prior_accepted", "prior_rejected"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"--speculative-adaptive-config: {name} is {value!r}; expected a number > 0")
+                raise ValueError(f"{ADAPTIVE_CONFIG_FLAG}: {name} is {value!r}; expected a number > 0")
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> AdaptiveConfig:
@@ -81,25 +79,34 @@ class AdaptiveConfig:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(
-                f"--speculative-adaptive-config: keys {unknown} are unknown; expected some of {sorted(known)}"
+                f"{ADAPTIVE_CONFIG_FLAG}: keys {unknown} are unknown; expected some of {sorted(known)}"
             )
         return cls(**values)
 
     @classmethod
-    def from_file(cls, path: str | None) -> AdaptiveConfig:
-        """The defaults, or the JSON object at ``path``."""
-        if path is None:
+    def from_flag(cls, value: str | None) -> AdaptiveConfig:
+        """The defaults, or ``--speculative-adaptive-config``: a JSON object or the path of a JSON file.
+
+        A value starting with ``{`` (after whitespace) is the object itself (a JSON object that does
+        not parse is refused as such, not looked up as a file); anything else is a path, as SGLang
+        reads the flag for its own adaptive EAGLE.
+        """
+        if value is None:
             return cls()
+        if value.lstrip().startswith("{"):
+            return cls.from_dict(_parse_json(value, value, "a JSON object"))
         try:
-            with open(path, encoding="utf-8") as f:
-                values = json.load(f)
-        except (OSError, ValueError) as e:
+            with open(value, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
             raise ValueError(
-                f"--speculative-adaptive-config is {path!r}; expected a readable JSON file ({e})"
+                f"{ADAPTIVE_CONFIG_FLAG} is {value!r}; expected a JSON object or the path of a "
+                f"readable JSON file ({e})"
             ) from e
+        values = _parse_json(text, value, "the path of a readable JSON file")
         if not isinstance(values, dict):
             raise ValueError(
-                f"--speculative-adaptive-config: {path} holds {type(values).__name__}; expected an object"
+                f"{ADAPTIVE_CONFIG_FLAG}: {value} holds {type(values).__name__}; expected a JSON object"
             )
         return cls.from_dict(values)
 
@@ -107,6 +114,14 @@ class AdaptiveConfig:
         """The widths this block size can verify: those <= block_size, plus the whole block."""
         widths = sorted({k for k in self.widths if k <= block_size} | {block_size})
         return dataclasses.replace(self, widths=tuple(widths))
+
+
+def _parse_json(text: str, value: str, expected: str) -> Any:
+    """``text`` as JSON; an error naming the flag's ``value`` and what was ``expected`` otherwise."""
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{ADAPTIVE_CONFIG_FLAG} is {value!r}; expected {expected} ({e})") from e
 
 
 def expected_accept_lens(accept_prob: float, width: int) -> float:

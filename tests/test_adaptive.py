@@ -125,12 +125,47 @@ def test_a_bad_config_names_the_flag_the_key_and_the_value(values, needle):
 def test_the_config_file_is_read_or_refused_naming_the_path(tmp_path):
     path = tmp_path / "adaptive.json"
     path.write_text(json.dumps({"widths": [1, 8], "explore_every": 16}))
-    assert AdaptiveConfig.from_file(str(path)) == AdaptiveConfig(widths=(1, 8), explore_every=16)
+    assert AdaptiveConfig.from_flag(str(path)) == AdaptiveConfig(widths=(1, 8), explore_every=16)
     path.write_text("[1, 8]")
-    with pytest.raises(ValueError, match="holds list; expected an object"):
-        AdaptiveConfig.from_file(str(path))
+    with pytest.raises(ValueError, match="holds list; expected a JSON object"):
+        AdaptiveConfig.from_flag(str(path))
     with pytest.raises(ValueError, match="no-such.json"):
-        AdaptiveConfig.from_file(str(tmp_path / "no-such.json"))
+        AdaptiveConfig.from_flag(str(tmp_path / "no-such.json"))
+    path.write_text("{widths: [1, 8]}")
+    with pytest.raises(ValueError, match="adaptive.json.*expected the path of a readable JSON file"):
+        AdaptiveConfig.from_flag(str(path))
+
+
+def test_no_config_is_the_defaults():
+    assert AdaptiveConfig.from_flag(None) == AdaptiveConfig()
+
+
+def test_an_inline_json_object_is_read_as_the_config():
+    """The flag takes a JSON object as well as a file path (a value starting with ``{``)."""
+    value = ' \n {"widths": [1, 8], "explore_every": 16}'
+    assert AdaptiveConfig.from_flag(value) == AdaptiveConfig(widths=(1, 8), explore_every=16)
+
+
+def test_an_inline_object_that_is_not_json_is_refused_naming_the_value():
+    with pytest.raises(ValueError) as info:
+        AdaptiveConfig.from_flag("{widths: [1, 8]}")
+    message = str(info.value)
+    assert "--speculative-adaptive-config is '{widths: [1, 8]}'" in message, message
+    assert "expected a JSON object" in message, message
+
+
+def test_a_missing_file_is_refused_as_neither_json_nor_a_readable_file(tmp_path):
+    missing = str(tmp_path / "no-such.json")
+    with pytest.raises(ValueError) as info:
+        AdaptiveConfig.from_flag(missing)
+    message = str(info.value)
+    assert f"--speculative-adaptive-config is {missing!r}; expected a JSON object or" in message, message
+    assert "readable JSON file" in message, message
+
+
+def test_an_inline_object_with_an_unknown_key_is_refused_naming_the_key():
+    with pytest.raises(ValueError, match=r"keys \['candidate_steps'\] are unknown"):
+        AdaptiveConfig.from_flag('{"candidate_steps": [1, 3]}')
 
 
 def server_args(**fields):
@@ -173,3 +208,12 @@ def test_a_bad_adaptive_config_file_stops_startup_naming_the_flag(tmp_path):
     path.write_text(json.dumps({"widths": [0]}))
     with pytest.raises(ValueError, match="--speculative-adaptive-config: widths is"):
         take_adaptive_settings(server_args(speculative_adaptive_config=str(path)))
+
+
+def test_an_inline_adaptive_config_is_kept_for_the_worker():
+    from sglang_dflash.adaptive import ADAPTIVE_ATTR
+    from sglang_dflash.serving.validation import take_adaptive_settings
+
+    args = server_args(speculative_adaptive_config='{"widths": [1, 2]}')
+    take_adaptive_settings(args)
+    assert AdaptiveConfig.from_dict(getattr(args, ADAPTIVE_ATTR)) == AdaptiveConfig(widths=(1, 2))

@@ -56,6 +56,13 @@ FLAG_SCENARIOS = {
     "--tp-size 2": {"tp_size": 2},
     "--speculative-dflash-block-size 8": {"speculative_dflash_block_size": 8},
     "--pp-size 2": {"pp_size": 2},
+    "--grammar-backend outlines": {"grammar_backend": "outlines"},
+    "--speculative-draft-window-size 64": {"speculative_draft_window_size": 64},
+    "--disaggregation-mode decode": {"disaggregation_mode": "decode"},
+    "--enable-deterministic-inference --speculative-adaptive": {
+        "enable_deterministic_inference": True,
+        "speculative_adaptive": True,
+    },
 }
 
 
@@ -116,6 +123,10 @@ def test_a_bad_drafter_stops_startup_naming_what_is_wrong(outcomes, scenario, ne
         ("--tp-size 2", "--tp-size is 2"),
         ("--speculative-dflash-block-size 8", "--speculative-dflash-block-size is 8"),
         ("--pp-size 2", "pp_size == 1"),
+        ("--grammar-backend outlines", "--grammar-backend is 'outlines'"),
+        ("--speculative-draft-window-size 64", "--speculative-draft-window-size is 64"),
+        ("--disaggregation-mode decode", "--disaggregation-mode is 'decode'"),
+        ("--enable-deterministic-inference --speculative-adaptive", "--speculative-adaptive"),
     ],
 )
 def test_a_flag_dflash_cannot_serve_with_stops_startup_naming_it(outcomes, scenario, needle):

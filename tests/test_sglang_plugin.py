@@ -124,10 +124,11 @@ def test_dflash_server_args_take_the_drafters_block_size_one_step_and_top_1(host
     assert (workers["block"], workers["steps"], workers["topk"]) == (4, 1, 1)
 
 
-def test_the_scheduler_takes_logprobs_grammars_and_hidden_states_and_refuses_penalties(host):
+def test_the_scheduler_takes_logprobs_grammars_hidden_states_and_penalties(host):
     verdicts = host["requests"]
-    assert (verdicts["logprobs"], verdicts["grammar"], verdicts["hidden states"]) == (None, None, None)
-    assert "sglang-dflash: sampling_params.frequency_penalty is 0.5" in verdicts["penalty"]
+    served = ("logprobs", "grammar", "hidden states", "penalty")
+    assert [verdicts[name] for name in served] == [None] * len(served)
+    assert "sglang-dflash: custom_logit_processor is" in verdicts["custom processor"]
 
 
 def test_environment_switch_selects_the_builtin(builtin_host):

@@ -179,10 +179,6 @@ REFUSED = {
         {**native()[1], "input_ids": [1] * CONTEXT_OVERFLOW},
         "context length",
     ),
-    "frequency_penalty": (*native({"frequency_penalty": 0.5}), "sampling_params.frequency_penalty"),
-    "presence_penalty": (*native({"presence_penalty": 0.5}), "sampling_params.presence_penalty"),
-    "repetition_penalty": (*native({"repetition_penalty": 1.2}), "sampling_params.repetition_penalty"),
-    "min_new_tokens": (*native({"min_new_tokens": 2}), "sampling_params.min_new_tokens"),
 }
 
 

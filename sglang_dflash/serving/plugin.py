@@ -11,12 +11,15 @@ decode KV reservation through ``spec_info.prepare_for_decode``).  The hooks:
   host reads the drafter's config); pin the block size from the drafter;
 - ``spec_aux_hidden_state._resolve_dflash_aux_hidden_state`` (AROUND): choose the captured
   target layers with our parser and check that the target family can capture them;
-- ``scheduler.validate_dflash_request`` (REPLACE): which request options we support;
+- ``scheduler.validate_dflash_request`` (AROUND): which request options we support, on servers
+  running our DFLASH (the host calls it for DSPARK too, which keeps the host's check);
 - ``DecodeCudaGraphRunner.get_spec_info`` and ``spec_info.create_dummy_verify_input`` (AROUND):
   capture graphs with our block input;
 - ``speculative_hook._handle_dflash``, ``TorchNativeAttnBackend.forward_extend`` and
   ``XGrammarGrammar.apply_vocab_mask`` (AROUND): DFLASH and grammars on SGLang's CPU device
   (:mod:`.cpu_backend`);
+- ``Scheduler.is_disable_overlap_for_batch`` (AROUND): a decode batch with penalties waits for
+  the previous step's result, so the penalties count every committed token;
 - the model registry entry for ``DFlashDraftModel`` -> :class:`~.model.DFlashDrafterForSGLang`.
 
 ``SGLANG_DFLASH_IMPL=builtin`` leaves all of that out and runs SGLang's built-in DFLASH (for
@@ -28,6 +31,10 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sglang.srt.server_args import ServerArgs
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +54,7 @@ DUMMY_VERIFY = "sglang.srt.speculative.spec_info.create_dummy_verify_input"
 HANDLE_DFLASH = "sglang.srt.arg_groups.speculative_hook._handle_dflash"
 TORCH_NATIVE_EXTEND = "sglang.srt.layers.attention.torch_native_backend.TorchNativeAttnBackend.forward_extend"
 XGRAMMAR_APPLY = "sglang.srt.constrained.xgrammar_backend.XGrammarGrammar.apply_vocab_mask"
+OVERLAP_FOR_BATCH = "sglang.srt.managers.scheduler.Scheduler.is_disable_overlap_for_batch"
 
 
 class DFlashPluginError(BaseException):
@@ -61,6 +69,30 @@ def active_implementation() -> str:
             f"sglang-dflash: {IMPL_ENV} is {value!r}; expected {OURS!r} (default) or {BUILTIN!r}"
         )
     return value
+
+
+def runs_dflash(server_args: ServerArgs) -> bool:
+    """Whether these server arguments choose DFLASH (not another algorithm of the host's DFLASH family)."""
+    return (getattr(server_args, "speculative_algorithm", None) or "").upper() == "DFLASH"
+
+
+def serves_our_dflash() -> bool:
+    """Whether this SGLang process serves DFLASH with our worker (not DSPARK, not the built-in).
+
+    The host calls some hooked functions for its whole DFLASH family (DFLASH and DSPARK) without
+    saying which algorithm runs; the target model runner publishes the process's ServerArgs before
+    the scheduler takes any request, and they name it.  A call with nothing published (outside a
+    server) is answered as ours: the hooks are installed only for our implementation.
+    """
+    if active_implementation() != OURS:
+        return False
+    from sglang.srt.server_args import get_global_server_args
+
+    try:
+        server_args = get_global_server_args()
+    except ValueError:  # SGLang's "Global server args is not set yet!"
+        return True
+    return runs_dflash(server_args)
 
 
 # ----------------------------------------------------------------------------- hooks
@@ -88,7 +120,7 @@ def _create_worker(original, self, server_args):
 
 def _handle_speculative_decoding(original, server_args):
     """For DFLASH, validate the drafter first (clear errors, nothing loaded yet), then the host's checks."""
-    if (server_args.speculative_algorithm or "").upper() == "DFLASH":
+    if runs_dflash(server_args):
         from .validation import check_server_args
 
         check_server_args(server_args)
@@ -137,10 +169,31 @@ def _resolve_aux_hidden_state(
     config.dflash_target_layer_ids = layer_ids
 
 
-def _validate_request(req, enable_overlap: bool):
+def _validate_request(original, req, enable_overlap: bool):
+    """Our request check on servers running our DFLASH; the host's own check for the rest of its family."""
+    if not serves_our_dflash():
+        return original(req, enable_overlap)
     from .validation import unsupported_request_option
 
     return unsupported_request_option(req, enable_overlap)
+
+
+def _is_disable_overlap_for_batch(original, self, batch, last_batch):
+    """Also run a DFLASH decode batch with penalties after the previous result is processed.
+
+    Penalties count every committed token (``worker.step_penalties`` reads ``req.output_ids``); under
+    the overlap scheduler the previous step's tokens reach ``output_ids`` only after this batch
+    would run. The host does the same for spec batches with grammars.
+    """
+    if original(self, batch, last_batch):
+        return True
+    if batch is None or not batch.spec_algorithm.is_dflash() or not batch.forward_mode.is_decode():
+        return False
+    if not getattr(self, "result_queue", None):
+        return False
+    from .worker import uses_penalties
+
+    return any(uses_penalties(req.sampling_params) for req in batch.reqs)
 
 
 def _capture_block_input(width: int, is_draft_worker: bool):
@@ -170,12 +223,13 @@ def _dummy_verify(original, spec_algorithm, server_args, custom_mask, num_tokens
 OUR_HOOKS = (
     (HANDLE_SPECULATIVE, _handle_speculative_decoding, "AROUND"),
     (RESOLVE_AUX, _resolve_aux_hidden_state, "AROUND"),
-    (VALIDATE_REQUEST, _validate_request, "REPLACE"),
+    (VALIDATE_REQUEST, _validate_request, "AROUND"),
     (GRAPH_SPEC_INFO, _graph_spec_info, "AROUND"),
     (DUMMY_VERIFY, _dummy_verify, "AROUND"),
     (HANDLE_DFLASH, _handle_dflash, "AROUND"),
     (TORCH_NATIVE_EXTEND, _torch_native_forward_extend, "AROUND"),
     (XGRAMMAR_APPLY, _xgrammar_apply_vocab_mask, "AROUND"),
+    (OVERLAP_FOR_BATCH, _is_disable_overlap_for_batch, "AROUND"),
 )
 
 

@@ -4,7 +4,9 @@ Server start (``check_server_args``, at ``ServerArgs`` time, before any GPU memo
 path (a local directory, or a Hugging Face repo id resolved as SGLang resolves model ids) holds a
 readable DFlash config and weights of the right shapes, the drafter fits the target (hidden size,
 layer count, layer ids, vocab, mask token), the target keeps no recurrent (mamba / linear-attention)
-state, the block size agrees with ``--speculative-num-draft-tokens``, two-batch overlap is off;
+state, the block size agrees with ``--speculative-num-draft-tokens``, and no flag the worker cannot
+honour is set (``check_flags``: two-batch overlap, a grammar backend other than xgrammar, a draft
+window, prefill/decode disaggregation, deterministic inference with the adaptive verify width);
 target model runner start (``capture_layers``): the target family can capture hidden states for
 DFLASH and keeps no recurrent state.  Per request (``unsupported_request_option``): options the
 worker does not implement exactly are refused.  Each error reads ``<where>: <what> is <value>;
@@ -36,6 +38,11 @@ MODEL_PATH_CONFIG = f"--model-path {CONFIG_FILE}"
 # What a drafter repository needs locally: config.json (and an index) plus the safetensors weights.
 DRAFTER_FILE_PATTERNS = ["*.json", "*.safetensors"]
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+# ``--grammar-backend`` values the worker serves: unset (SGLang resolves it to xgrammar), xgrammar,
+# whose matchers fill packed token bitmasks and roll back, and none (SGLang refuses grammar requests).
+GRAMMAR_BACKENDS = (None, "xgrammar", "none")
+# ``--disaggregation-mode`` of a server that does both prefill and decode.
+NO_DISAGGREGATION = "null"
 # ``layer_types`` entries of layers that keep recurrent state rather than per-token KV.
 RECURRENT_LAYER_MARKERS = ("linear", "mamba", "conv", "recurrent", "ssm", "delta", "rwkv", "lightning")
 
@@ -153,17 +160,12 @@ def check_server_args(server_args: ServerArgs) -> DFlashConfig:
     A hub id in ``--speculative-draft-model-path`` is replaced by the local snapshot it resolves to,
     so the host loads exactly the files validated here.
     """
+    check_flags(server_args)
     path = resolve_drafter_path(
         server_args.speculative_draft_model_path,
         getattr(server_args, "speculative_draft_model_revision", None),
     )
     server_args.speculative_draft_model_path = path
-    if getattr(server_args, "enable_two_batch_overlap", False):
-        raise config_error(
-            "--enable-two-batch-overlap",
-            True,
-            "False (sglang-dflash does not split its verify blocks into two micro-batches)",
-        )
     config = DFlashConfig.from_pretrained(path)
     target = load_target_config(server_args)
     config.validate_against_target(target)
@@ -186,6 +188,49 @@ def check_server_args(server_args: ServerArgs) -> DFlashConfig:
     return config
 
 
+def check_flags(server_args: ServerArgs) -> None:
+    """Refuse server flags our worker cannot honour (flags only: nothing is fetched or read yet).
+
+    Runs before :func:`take_adaptive_settings`, which clears the host's ``speculative_adaptive``.
+    """
+    if getattr(server_args, "enable_two_batch_overlap", False):
+        raise config_error(
+            "--enable-two-batch-overlap",
+            True,
+            "False (sglang-dflash does not split its verify blocks into two micro-batches)",
+        )
+    backend = getattr(server_args, "grammar_backend", None)
+    if backend not in GRAMMAR_BACKENDS:
+        raise config_error(
+            "--grammar-backend",
+            backend,
+            "'xgrammar' (the default) or 'none' (sglang-dflash masks each verify block with xgrammar's "
+            "token bitmasks and rolls the grammar back after the drafts)",
+        )
+    window = getattr(server_args, "speculative_draft_window_size", None)
+    if window is not None:
+        raise config_error(
+            "--speculative-draft-window-size", window, "unset (DFLASH drafts attend over the whole context)"
+        )
+    mode = getattr(server_args, "disaggregation_mode", None) or NO_DISAGGREGATION
+    if mode != NO_DISAGGREGATION:
+        raise config_error(
+            "--disaggregation-mode",
+            mode,
+            f"{NO_DISAGGREGATION!r} (the default; prefill/decode disaggregation does not hand "
+            "sglang-dflash's decode side a first draft block)",
+        )
+    if getattr(server_args, "speculative_adaptive", False) and getattr(
+        server_args, "enable_deterministic_inference", False
+    ):
+        raise config_error(
+            "--speculative-adaptive",
+            True,
+            "off under --enable-deterministic-inference (the verify width follows the batch and the "
+            "measured step times, so a seeded request's tokens would depend on them)",
+        )
+
+
 def take_adaptive_settings(server_args: ServerArgs) -> None:
     """``--speculative-adaptive`` for DFLASH: our verify-width policy, not the host's EAGLE one.
 
@@ -197,7 +242,7 @@ def take_adaptive_settings(server_args: ServerArgs) -> None:
         return
     from ..adaptive import ADAPTIVE_ATTR, AdaptiveConfig
 
-    config = AdaptiveConfig.from_file(getattr(server_args, "speculative_adaptive_config", None))
+    config = AdaptiveConfig.from_flag(getattr(server_args, "speculative_adaptive_config", None))
     device = getattr(server_args, "device", None) or "cuda"
     if device != "cpu":
         raise config_error(
@@ -247,14 +292,6 @@ def capture_layers(server_args: ServerArgs, model_config: ModelConfig) -> tuple[
     return list(config.target_layer_ids), config.num_hidden_layers  # ascending: checked by the config
 
 
-# Sampling options that act on the tokens generated so far.  The worker would apply them once per
-# verify step, not once per committed token, so outputs would differ from plain decoding: refused.
-NEUTRAL_SAMPLING_PARAMS = (
-    ("frequency_penalty", 0.0),
-    ("presence_penalty", 0.0),
-    ("repetition_penalty", 1.0),
-    ("min_new_tokens", 0),
-)
 # How much of a long request value (a schema, a processor) an abort message quotes.
 QUOTED_CHARS = 80
 
@@ -273,16 +310,6 @@ def unsupported_request_option(req: Req, enable_overlap: bool) -> str | None:
             "empty (0 tokens)",
             "at least one token (a speculative step needs a last prompt token to draft from)",
         )
-    params = getattr(req, "sampling_params", None)
-    for name, neutral in NEUTRAL_SAMPLING_PARAMS:
-        value = getattr(params, name, None)
-        if value is not None and value != neutral:
-            return _refusal(
-                f"sampling_params.{name}",
-                value,
-                f"{neutral} (penalties and min_new_tokens are "
-                "not applied per committed token under DFLASH speculative decoding yet)",
-            )
     processor = getattr(req, "custom_logit_processor", None)
     if processor is not None:
         return _refusal(

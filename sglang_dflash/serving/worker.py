@@ -95,7 +95,8 @@ def batch_sampling(sampling_info, bs: int, sampling_backend: str | None = "pytor
     )
 
 
-def _penalized(sampling_params) -> bool:
+def uses_penalties(sampling_params) -> bool:
+    """Whether a request's SGLang sampling params penalise the tokens generated so far."""
     return bool(
         sampling_params.frequency_penalty
         or sampling_params.presence_penalty
@@ -123,7 +124,7 @@ def step_penalties(reqs, vocab_size: int, device) -> spec.Penalties | None:
     running a batch with penalties (``plugin``: overlap is disabled for such a batch, as the host
     does for grammars), so every block position counts exactly the tokens plain decoding counts.
     """
-    if not any(_penalized(req.sampling_params) for req in reqs):
+    if not any(uses_penalties(req.sampling_params) for req in reqs):
         return None
     params = [
         spec.SamplingParams(

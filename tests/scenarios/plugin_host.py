@@ -94,8 +94,8 @@ def speculative_workers(target: str, draft: str) -> dict[str, Any]:
 
 
 def request_verdicts() -> dict[str, str | None]:
-    """What the scheduler's DFLASH request check answers: logprobs, a grammar and hidden states
-    pass (None); a penalty is refused with a message."""
+    """What the scheduler's DFLASH request check answers: logprobs, a grammar, hidden states and
+    penalties pass (None); a custom logit processor is refused with a message."""
     from sglang.srt.managers import scheduler
 
     def request(**fields) -> SimpleNamespace:
@@ -108,7 +108,10 @@ def request_verdicts() -> dict[str, str | None]:
         "grammar": scheduler.validate_dflash_request(request(sampling_params=grammar), True),
         "hidden states": scheduler.validate_dflash_request(request(return_hidden_states=True), True),
         "penalty": scheduler.validate_dflash_request(
-            request(sampling_params=SimpleNamespace(frequency_penalty=0.5)), True
+            request(sampling_params=SimpleNamespace(frequency_penalty=0.5, min_new_tokens=4)), True
+        ),
+        "custom processor": scheduler.validate_dflash_request(
+            request(custom_logit_processor='{"callable": "..."}'), True
         ),
     }
 

@@ -30,6 +30,11 @@ PERSON_SCHEMA = {
 FRUIT_REGEX = r"[A-Z][a-z]+(,[A-Z][a-z]+){2}\."  # SmolLM2's tokens with a leading space: see docs/serving.md
 YES_NO_EBNF = 'root ::= ("yes" | "no") "," [0-9] [0-9]?'
 GREEDY_LOGPROBS = 4  # prompts with logprobs
+PENALISED_PROMPT = 7
+PENALTIES = {
+    "penalties frequency presence": {"frequency_penalty": 0.6, "presence_penalty": 0.3},
+    "penalties repetition min_new_tokens": {"repetition_penalty": 1.3, "min_new_tokens": 24},
+}
 
 
 def chat(tokenizer, question: str) -> list[int]:
@@ -65,6 +70,8 @@ def requests_of_this_module(prompts, tokenizer) -> dict[str, tuple[list[int], di
         {},
     )
     chosen["plain beside"] = (prompts[5], greedy, {})
+    for name, penalties in PENALTIES.items():
+        chosen[name] = (prompts[PENALISED_PROMPT], {**greedy, "max_new_tokens": 32, **penalties}, {})
     return chosen
 
 
@@ -248,3 +255,21 @@ def test_openai_completion_logprobs_equal_plain_decoding(plain, dflash):
     assert_close(got["logprobs"]["token_logprobs"], expected["logprobs"]["token_logprobs"], LOGPROB_ATOL)
     for top, ref_top in zip(got["logprobs"]["top_logprobs"], expected["logprobs"]["top_logprobs"]):
         assert set(top) == set(ref_top)
+
+
+@pytest.mark.parametrize("name", sorted(PENALTIES))
+def test_penalised_greedy_output_equals_plain_decoding_with_the_hosts_penalizers(
+    dflash, prompts, smollm2_float32, name
+):
+    """Batched with the grammar and plain rows: each block position counts the tokens before it.
+    The oracle is SGLang's own penalizers over transformers' SmolLM2, one token per pass (the plain
+    server's overlap scheduler counts each token one step late, docs/serving.md)."""
+    from host_sampling import host_penalized_greedy
+
+    from sglang_dflash import SamplingParams
+
+    model, tokenizer = smollm2_float32
+    eos = tokenizer.eos_token_id
+    params = SamplingParams(max_new_tokens=32, stop_token_ids=(eos,), **PENALTIES[name])
+    expected = host_penalized_greedy(model, prompts[PENALISED_PROMPT], params, eos_token_id=eos)
+    assert dflash["native"][name]["output_ids"] == expected
