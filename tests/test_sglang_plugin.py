@@ -157,3 +157,41 @@ def test_target_family_without_hidden_state_capture_is_rejected(host):
     message = host["Qwen2ForCausalLM"]
     assert isinstance(message, str) and "Qwen2ForCausalLM" in message and "expected" in message, message
     assert host["LlamaForCausalLM"] == [[1, 3], 2]
+
+
+def fake_scheduler_and_batch(algorithm: str, decode: bool, queued: int, penalties: dict):
+    """The parts of SGLang's Scheduler and ScheduleBatch the overlap decision reads."""
+    from types import SimpleNamespace
+
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    neutral = dict(frequency_penalty=0.0, presence_penalty=0.0, repetition_penalty=1.0, min_new_tokens=0)
+    reqs = [SimpleNamespace(sampling_params=SimpleNamespace(**neutral))]
+    reqs.append(SimpleNamespace(sampling_params=SimpleNamespace(**{**neutral, **penalties})))
+    batch = SimpleNamespace(
+        spec_algorithm=SpeculativeAlgorithm[algorithm],
+        forward_mode=SimpleNamespace(is_decode=lambda: decode),
+        reqs=reqs,
+    )
+    return SimpleNamespace(result_queue=[object()] * queued), batch
+
+
+@pytest.mark.parametrize(
+    "algorithm, decode, queued, penalties, disabled",
+    [
+        ("DFLASH", True, 1, {"frequency_penalty": 0.5}, True),
+        ("DFLASH", True, 1, {"min_new_tokens": 3}, True),
+        ("DFLASH", True, 1, {}, False),  # nothing counts generated tokens: keep overlapping
+        ("DFLASH", True, 0, {"frequency_penalty": 0.5}, False),  # no result pending
+        ("DFLASH", False, 1, {"presence_penalty": 0.5}, False),  # a prefill batch
+        ("EAGLE", True, 1, {"frequency_penalty": 0.5}, False),  # not ours
+    ],
+)
+def test_a_penalised_dflash_decode_batch_waits_for_the_previous_result(
+    algorithm, decode, queued, penalties, disabled
+):
+    from sglang_dflash.serving.plugin import _is_disable_overlap_for_batch
+
+    scheduler, batch = fake_scheduler_and_batch(algorithm, decode, queued, penalties)
+    assert _is_disable_overlap_for_batch(lambda *_: False, scheduler, batch, None) is disabled
+    assert _is_disable_overlap_for_batch(lambda *_: True, scheduler, batch, None) is True  # the host's say
