@@ -140,7 +140,6 @@ def test_cpu_server_args_pin_torch_native_and_one_step(host_default):
         ({"speculative_draft_attention_backend": "flashinfer"}, "--speculative-draft-attention-backend"),
         ({"pp_size": 2}, "--pp-size"),
         ({"enable_dp_attention": True}, "--enable-dp-attention"),
-        ({"speculative_draft_window_size": 8}, "--speculative-draft-window-size"),
     ],
 )
 def test_cpu_server_args_reject_what_the_cpu_path_cannot_run(overrides, flag):

@@ -70,13 +70,6 @@ def configure_cpu_server_args(server_args: ServerArgs) -> None:
         setattr(server_args, attr, CPU_ATTENTION_BACKEND)
     server_args.speculative_num_steps = 1
     server_args.speculative_eagle_topk = 1
-    window = server_args.speculative_draft_window_size
-    if window is not None and int(window) < int(server_args.speculative_num_draft_tokens):
-        raise config_error(
-            "--speculative-draft-window-size",
-            window,
-            f">= the block size {server_args.speculative_num_draft_tokens}",
-        )
     if server_args.max_running_requests is None:
         server_args.max_running_requests = DEFAULT_MAX_RUNNING_REQUESTS
     server_args.enable_mixed_chunk = False
