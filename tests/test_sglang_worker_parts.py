@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from host_rows import host_row_width
 
 from sglang_dflash.config import draft_config_for_target
 from sglang_dflash.testing import tiny_target_config
@@ -17,7 +18,7 @@ from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
 from sglang.srt.speculative.spec_info import SpecInputType
 
 from sglang_dflash import speculative as spec
-from sglang_dflash.serving import spec_inputs
+from sglang_dflash.serving import spec_inputs, worker
 from sglang_dflash.serving.outputs import FinalHiddenStates, committed_logprobs
 from sglang_dflash.serving.spec_inputs import DFlashBlockInput, DFlashDraftInput
 from sglang_dflash.serving.validation import unsupported_request_option
@@ -128,6 +129,65 @@ def test_decode_reservation_keeps_two_blocks_beyond_the_committed_length(monkeyp
     assert calls["cur_kv_lens_cpu"].tolist() == [10, 70, 50]
     assert calls["num_needed_tokens"] == rounded(42) - 10 + 22
     assert [r.decode_batch_idx for r in reqs] == [1, 1, 1]
+
+
+def gather_as_the_gpu_kernel(req_pool_indices, req_to_token, start_offset, end_offset, **_) -> torch.Tensor:
+    """SGLang's Triton ``assign_extend_cache_locs``: request i's slots are read from the flat table at
+    ``req_pool_indices[i] * row_width + [start, end)``, with no bound at the end of the row."""
+    flat, width = req_to_token.reshape(-1), req_to_token.shape[1]
+    rows = zip(req_pool_indices.tolist(), start_offset.tolist(), end_offset.tolist())
+    return torch.cat([flat[row * width + start : row * width + end] for row, start, end in rows]).long()
+
+
+@pytest.mark.parametrize("page_size", [1, 4])
+def test_a_block_started_past_the_context_limit_stays_in_its_request_row(monkeypatch, page_size):
+    """A miniature host with a small context length and two rows.  Under the overlap scheduler a
+    request whose last step accepted a whole block from the furthest start of a running request
+    (context length - 4) runs one more step from there; its block must read and write its own row's
+    slots only (the next row holds another request's KV), within what its reservation covers, and a
+    running request's block must not move."""
+    context_length, block_size = 32, 16
+    width = host_row_width(context_length, block_size, page_size)
+    monkeypatch.setattr(
+        "sglang.kernels.ops.speculative.cache_locs.assign_extend_cache_locs_func", gather_as_the_gpu_kernel
+    )
+    reserved = {}
+    monkeypatch.setattr(
+        "sglang.srt.mem_cache.allocation.alloc_for_spec_decode", lambda *a, **kw: reserved.update(kw)
+    )
+    monkeypatch.setattr(
+        "sglang.srt.mem_cache.allocation_sizing.get_alloc_reserve_per_decode", lambda *_: 2 * block_size
+    )
+    req_to_token = 1 + torch.arange(2 * width, dtype=torch.int32).view(2, width)  # slot 0: the padding slot
+    furthest_running_start = context_length - 4
+    seq_lens = torch.tensor([furthest_running_start + block_size, furthest_running_start])
+    batch = SimpleNamespace(
+        **vars(
+            fake_batch([req(furthest_running_start, furthest_running_start) for _ in range(2)], page_size)
+        ),
+        seq_lens=seq_lens,
+        seq_lens_cpu=seq_lens.clone(),
+        seq_lens_sum=int(seq_lens.sum()),
+        batch_size=lambda: 2,
+    )
+    batch.req_to_token_pool.req_to_token = req_to_token
+    DFlashDraftInput(torch.zeros(2, dtype=torch.long), block_size).prepare_for_decode(batch)
+
+    slots = worker.block_slots(batch, req_to_token, block_size).view(2, block_size)
+
+    foreign = sorted(set(slots[0].tolist()) - set(req_to_token[0].tolist()))
+    assert foreign == [], f"the ended request's block reads slots {foreign} of the next row"
+    assert torch.equal(slots[0], req_to_token[0, batch.seq_lens[0] : batch.seq_lens[0] + block_size].long())
+    assert int(batch.seq_lens[0]) + block_size <= reserved["nxt_kv_lens_cpu"][0]  # reserved slots only
+    assert torch.equal(
+        slots[1], req_to_token[1, furthest_running_start : furthest_running_start + block_size].long()
+    )
+    # What the attention backends read (prefix and block, req_to_token[r, : seq_len + block_size])
+    # stays in the row, and the running request keeps its own start.
+    assert batch.seq_lens.tolist() == batch.seq_lens_cpu.tolist()
+    assert batch.seq_lens_sum == int(batch.seq_lens_cpu.sum())
+    assert int(batch.seq_lens.max()) + block_size <= width
+    assert int(batch.seq_lens[1]) == furthest_running_start
 
 
 def test_filter_and_merge_without_and_with_overlap_relay():

@@ -63,6 +63,11 @@ class DFlashBlockInput(SpecInput):
         return kv_indices, kv_indptr, qo_indptr, None
 
 
+def row_capacity(req_to_token: torch.Tensor, page_size: int) -> int:
+    """The KV positions one request can hold: its ``req_to_token`` row, in whole pages."""
+    return req_to_token.shape[1] // page_size * page_size
+
+
 class DFlashDraftInput(SpecInput):
     """Per-request state between decode steps: the bonus token, and the KV reservation policy."""
 
@@ -96,12 +101,12 @@ class DFlashDraftInput(SpecInput):
         batch.maybe_evict_swa()
         page = batch.token_to_kv_pool_allocator.page_size
         reserve = get_alloc_reserve_per_decode()
-        row_width = batch.req_to_token_pool.req_to_token.shape[1]
+        capacity = row_capacity(batch.req_to_token_pool.req_to_token, page)
         cur_lens, nxt_lens, needed = [], [], 0
         for req in batch.reqs:
             cur = req.kv.kv_allocated_len
             wanted = (req.kv_committed_len + reserve + page - 1) // page * page
-            nxt = max(cur, min(wanted, row_width // page * page))  # never past the req_to_token row
+            nxt = max(cur, min(wanted, capacity))  # never past the req_to_token row
             cur_lens.append(cur)
             nxt_lens.append(nxt)
             needed += nxt - cur

@@ -48,7 +48,7 @@ from ..config import DFlashConfig
 from ..grammar import BlockGrammar
 from .inject import ContextInjector
 from .outputs import FinalHiddenStates, committed_logprobs
-from .spec_inputs import DFlashBlockInput, DFlashDraftInput
+from .spec_inputs import DFlashBlockInput, DFlashDraftInput, row_capacity
 
 logger = logging.getLogger(__name__)
 
@@ -301,6 +301,43 @@ class StepProfiler:
 
 
 # ---------------------------------------------------------------------------- the step
+def keep_blocks_in_rows(batch, last_start: int) -> None:
+    """Start no block past ``last_start`` (in place on the batch's seq_lens, which the host restores
+    after the forward), so that every block and the prefix it attends to stay in its request's row.
+
+    Only a request that has already ended moves.  Under the overlap scheduler its end is seen after
+    the next step was launched, so it runs one step more, from up to a whole block past its last
+    start.  A running request starts at most at context length - 4 (the host caps prompt + output
+    at context length - 2 tokens), and a row holds context length + 4 + block_size positions (more
+    with pages > 1), so only such an extra step can reach past the row: unmoved, its block would
+    gather, write and attend over the next row's slots, another request's KV.  Moved, it writes its
+    own reserved slots past anything the request returns or caches; its tokens are discarded.
+    """
+    batch.seq_lens = torch.clamp(batch.seq_lens, max=last_start)
+    if batch.seq_lens_cpu is not None:
+        batch.seq_lens_cpu = torch.clamp(batch.seq_lens_cpu, max=last_start)
+        batch.seq_lens_sum = int(batch.seq_lens_cpu.sum())
+
+
+def block_slots(batch, req_to_token: torch.Tensor, block_size: int) -> torch.Tensor:
+    """The KV slots of every request's block, ``req_to_token[r, seq_len : seq_len + block_size]``
+    ([bs * block_size]), once every block is inside its row and its reservation
+    (:func:`keep_blocks_in_rows`: the batch's seq_lens change for an ended request)."""
+    from sglang.kernels.ops.speculative.cache_locs import assign_extend_cache_locs_func
+
+    page_size = batch.token_to_kv_pool_allocator.page_size
+    keep_blocks_in_rows(batch, row_capacity(req_to_token, page_size) - block_size)
+    return assign_extend_cache_locs_func(
+        req_pool_indices=batch.req_pool_indices,
+        req_to_token=req_to_token,
+        start_offset=batch.seq_lens,
+        end_offset=batch.seq_lens + block_size,
+        batch_size=batch.batch_size(),
+        draft_token_num=block_size,
+        device=req_to_token.device,
+    )
+
+
 def verify_slots(out_cache_loc: torch.Tensor, bs: int, width: int) -> torch.Tensor:
     """The KV slots of the first ``width`` positions of each block ([bs * block_size] -> [bs * width])."""
     return out_cache_loc.view(bs, -1)[:, :width].reshape(-1)
@@ -504,20 +541,10 @@ class DFlashWorker(BaseSpecWorker):
         )
 
     def _decode(self, batch, on_publish) -> GenerationBatchResult:
-        from sglang.kernels.ops.speculative.cache_locs import assign_extend_cache_locs_func
-
         block_size, bs = self.block_size, batch.batch_size()
         sampling_info = batch.sampling_info
+        out_cache_loc = block_slots(batch, self.req_to_token_pool.req_to_token, block_size)
         seq_lens = batch.seq_lens
-        out_cache_loc = assign_extend_cache_locs_func(
-            req_pool_indices=batch.req_pool_indices,
-            req_to_token=self.req_to_token_pool.req_to_token,
-            start_offset=seq_lens,
-            end_offset=seq_lens + block_size,
-            batch_size=bs,
-            draft_token_num=block_size,
-            device=self.device,
-        )
         passes = BlockPasses()
         width = self.width_policy.choose(bs) if self.width_policy is not None else block_size
 
