@@ -79,7 +79,8 @@ def free_port() -> int:
 
 
 class CpuServer:
-    """One ``sglang.launch_server`` process on CPU; ``extra_args`` are more server flags."""
+    """One ``sglang.launch_server`` process on CPU; ``extra_args`` are more server flags, ``env`` more
+    environment variables (SGLang reads some settings only from there, e.g. request timeouts)."""
 
     def __init__(
         self,
@@ -87,6 +88,7 @@ class CpuServer:
         extra_args: Sequence[str] = (),
         log_path: str = "server.log",
         start_timeout_s: float = 600,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -111,7 +113,7 @@ class CpuServer:
             args,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            env=cpu_environment(),
+            env={**cpu_environment(), **(env or {})},
             preexec_fn=_own_session_ending_with_parent,
         )
         self._wait_healthy(start_timeout_s)

@@ -14,13 +14,21 @@ MAX_NEW_TOKENS_INSIDE_A_BLOCK = (1, 2, 7, 17, 33)
 SUMMARY: dict[str, dict] = {}
 
 
-def start_server(smollm2: str, tmp_path_factory, name: str, *args: str) -> CpuServer:
+def start_server(
+    smollm2: str, tmp_path_factory, name: str, *args: str, env: dict[str, str] | None = None
+) -> CpuServer:
     log = str(tmp_path_factory.mktemp(name) / "server.log")
-    return CpuServer(smollm2, ["--max-total-tokens", "6144", "--random-seed", "0", *args], log_path=log)
+    flags = ["--max-total-tokens", "6144", "--random-seed", "0", *args]
+    return CpuServer(smollm2, flags, log_path=log, env=env)
 
 
 def dflash_server(
-    smollm2: str, drafter: tuple[str, str], tmp_path_factory, name: str, *args: str
+    smollm2: str,
+    drafter: tuple[str, str],
+    tmp_path_factory,
+    name: str,
+    *args: str,
+    env: dict[str, str] | None = None,
 ) -> CpuServer:
     return start_server(
         smollm2,
@@ -31,6 +39,7 @@ def dflash_server(
         "--speculative-draft-model-path",
         drafter[0],
         *args,
+        env=env,
     )
 
 
