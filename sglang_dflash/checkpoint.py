@@ -4,6 +4,11 @@ Weights: ``layers.N.self_attn.{q,k,v,o}_proj.weight``, ``layers.N.self_attn.{q,k
 ``layers.N.mlp.{gate,up,down}_proj.weight``, ``layers.N.{input,post_attention}_layernorm.weight``,
 ``norm.weight``, ``hidden_norm.weight`` and ``fc.weight`` of shape [H, K*H].  No embeddings or
 lm_head: the target's are shared.  Large drafters are sharded with an HF-style index file.
+
+A DFlash2 drafter adds ``layers.N.{attention,mlp}_conv.base_kernel`` [2, taps, H] and
+``layers.N.{attention,mlp}_conv.kernel_projection.weight`` [2*taps*H/conv_group_size, H] per layer,
+``candidate_selector.hidden_projection.weight`` [rank, H] and
+``candidate_selector.{predecessor,successor}_codebook`` [vocab, rank] (no ``.weight`` suffix).
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from .config import DRAFTER, DFlashConfig, config_error
+from .config import DRAFT2_ARCHITECTURE, DRAFTER, DFlashConfig, config_error
+from .dflash2 import DFlash2DraftModel
 from .draft_model import DFlashDraftModel
 
 SINGLE_FILE = "model.safetensors"
@@ -120,7 +126,41 @@ def expected_shapes(config: DFlashConfig) -> dict[str, tuple[int, ...]]:
                     p + "self_attn.o_proj.bias": (h,),
                 }
             )
+        if config.is_dflash2:
+            taps, groups = config.conv_kernel_size, config.conv_num_groups
+            for conv in ("attention_conv", "mlp_conv"):
+                shapes[f"{p}{conv}.base_kernel"] = (2, taps, h)
+                shapes[f"{p}{conv}.kernel_projection.weight"] = (2 * taps * groups, h)
+    if config.is_dflash2:
+        rank = config.selector_rank
+        shapes.update(
+            {
+                "candidate_selector.hidden_projection.weight": (rank, h),
+                "candidate_selector.predecessor_codebook": (config.vocab_size, rank),
+                "candidate_selector.successor_codebook": (config.vocab_size, rank),
+            }
+        )
     return shapes
+
+
+def _shape_source(name: str) -> str:
+    """Where a tensor's expected shape comes from, for the error that finds it mis-shaped."""
+    if name == "fc.weight":
+        return "[hidden_size, K*hidden_size] with K=len(target_layer_ids)"
+    if name.endswith("conv.base_kernel"):
+        return "[2, dflash_config.conv_kernel_size, hidden_size]"
+    if name.endswith("conv.kernel_projection.weight"):
+        return "[2*conv_kernel_size*hidden_size/conv_group_size, hidden_size] from dflash_config"
+    if name.endswith("_codebook"):
+        return "[vocab_size, dflash_config.selector_rank]"
+    if name.endswith("hidden_projection.weight"):
+        return "[dflash_config.selector_rank, hidden_size]"
+    return "config.json"
+
+
+def drafter_class(config: DFlashConfig) -> type[DFlashDraftModel]:
+    """The model class of ``config``'s generation: DFlash or DFlash2."""
+    return DFlash2DraftModel if config.is_dflash2 else DFlashDraftModel
 
 
 def ignored_tensors(names: Iterable[str]) -> list[str]:
@@ -149,21 +189,25 @@ def check_shapes(config: DFlashConfig, shapes: dict[str, tuple[int, ...]]) -> No
         )
     unexpected = sorted(k for k in shapes if k not in expected)
     if unexpected:
+        dflash2_weights = any(k.startswith("candidate_selector.") or "_conv." in k for k in unexpected)
+        hint = (
+            f'; these are DFlash2 tensors: config.json must say architectures ["{DRAFT2_ARCHITECTURE}"] '
+            "with the dflash_config selector and convolution fields"
+            if dflash2_weights and not config.is_dflash2
+            else ""
+        )
         raise config_error(
             "unexpected tensors",
             unexpected[:4],
-            "only drafter tensors (no embed_tokens/lm_head: the target's are shared)",
+            f"only drafter tensors (no embed_tokens/lm_head: the target's are shared){hint}",
             where=WEIGHTS,
         )
     for name, shape in expected.items():
         got = tuple(shapes[name])
         if got != shape:
-            source = (
-                "[hidden_size, K*hidden_size] with K=len(target_layer_ids)"
-                if name == "fc.weight"
-                else "config.json"
+            raise config_error(
+                f"{name} shape", list(got), f"{list(shape)} from {_shape_source(name)}", where=WEIGHTS
             )
-            raise config_error(f"{name} shape", list(got), f"{list(shape)} from {source}", where=WEIGHTS)
 
 
 def check_state_dict(config: DFlashConfig, state: dict[str, Any]) -> None:
@@ -185,7 +229,7 @@ def load_drafter(
     check_state_dict(config, state)
     for name in ignored_tensors(state):
         del state[name]
-    model = DFlashDraftModel(config)
+    model = drafter_class(config)(config)
     model.load_state_dict(state, strict=True)
     return model.to(device=device, dtype=dtype).eval()
 

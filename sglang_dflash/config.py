@@ -7,6 +7,13 @@ mask_token_id[, mask_token]}``.  A :class:`DFlashConfig` is checked when constru
 from config.json, built directly or copied with :meth:`DFlashConfig.replace`: every violation raises
 :class:`DFlashConfigError` as ``DFlash drafter config.json: <field> is <value>; expected <what>``,
 before any weights are touched.  ``to_dict``/``from_dict`` round-trip, the weights' dtype included.
+
+Second-generation drafters (``architectures: ["DFlash2DraftModel"]``) add to ``dflash_config``:
+``conv_kernel_size`` and ``conv_group_size`` (the grouped in-block convolution of every layer),
+``selector_rank`` and ``selector_top_k`` (the candidate selector), and optionally
+``output_multiplier``, ``final_logit_softcapping`` and ``input_embedding_scale``; the math is in
+:mod:`sglang_dflash.dflash2`.  A first-generation file with these fields is refused, and so is a
+DFlash2 file without them: neither can run as the other.
 """
 
 from __future__ import annotations
@@ -20,6 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DRAFT_ARCHITECTURE = "DFlashDraftModel"
+DRAFT2_ARCHITECTURE = "DFlash2DraftModel"
+DRAFT_ARCHITECTURES = (DRAFT_ARCHITECTURE, DRAFT2_ARCHITECTURE)
+# dflash_config fields of a DFlash2 drafter: required ones, then optional ones with their defaults.
+DFLASH2_REQUIRED = ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")
+DFLASH2_OPTIONAL = {"output_multiplier": 1.0, "final_logit_softcapping": None, "input_embedding_scale": 1.0}
 CONFIG_FILE = "config.json"
 SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
 SUPPORTED_LAYER_TYPES = ("full_attention", "sliding_attention")
@@ -59,6 +71,8 @@ _KNOWN_KEYS = {
     "torch_dtype",
     "dtype",
     "tie_word_embeddings",
+    *DFLASH2_REQUIRED,
+    *DFLASH2_OPTIONAL,
 }
 
 
@@ -174,6 +188,13 @@ def _check_rope(params: Any) -> dict[str, Any]:
     return {**params, "rope_theta": float(theta)}
 
 
+def _is_positive_number(value: Any) -> bool:
+    """A finite JSON number > 0."""
+    return (
+        not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+    )
+
+
 def _check_target_layer_ids(ids: Any, num_target_layers: int) -> None:
     """Distinct ascending ids of target layers whose hidden states SGLang can capture."""
     if not isinstance(ids, tuple) or not ids or not all(_is_int(i) for i in ids):
@@ -225,6 +246,15 @@ class DFlashConfig:
     mask_token: str | None = None
     dtype: str | None = None  # the dtype the weights are saved in ("bfloat16", ...); None if unknown
     extra: dict[str, Any] = field(default_factory=dict)
+    # DFlash2 (architecture DRAFT2_ARCHITECTURE): None in a first-generation drafter.
+    architecture: str = DRAFT_ARCHITECTURE
+    conv_kernel_size: int | None = None
+    conv_group_size: int | None = None
+    selector_rank: int | None = None
+    selector_top_k: int | None = None
+    output_multiplier: float = 1.0
+    final_logit_softcapping: float | None = None  # None: no softcap
+    input_embedding_scale: float = 1.0
 
     def __post_init__(self) -> None:
         """Check every field; raise :class:`DFlashConfigError` naming the first bad config.json field."""
@@ -248,6 +278,7 @@ class DFlashConfig:
         object.__setattr__(self, "rope_parameters", _check_rope(self.rope_parameters))
         if self.dtype is not None and self.dtype not in SUPPORTED_DTYPES:
             raise config_error("dtype", self.dtype, f"one of {SUPPORTED_DTYPES}")
+        self._check_dflash2()
 
     def _check_sizes(self) -> None:
         """Integer sizes, and the head layout attention and RoPE need."""
@@ -289,7 +320,62 @@ class DFlashConfig:
         if "sliding_attention" in types:
             _check_int("sliding_window", self.sliding_window, 1)
 
+    def _check_dflash2(self) -> None:
+        """DFlash2 fields: all present (and fitting the drafter) exactly when the architecture says so."""
+        if self.architecture not in DRAFT_ARCHITECTURES:
+            raise config_error("architectures", [self.architecture], f"one of {list(DRAFT_ARCHITECTURES)}")
+        present = [name for name in DFLASH2_REQUIRED if getattr(self, name) is not None]
+        if self.architecture == DRAFT_ARCHITECTURE:
+            if present:
+                raise config_error(
+                    f"dflash_config.{present[0]}",
+                    getattr(self, present[0]),
+                    f"absent in a {DRAFT_ARCHITECTURE}; a drafter with a candidate selector and "
+                    f'convolutions declares architectures ["{DRAFT2_ARCHITECTURE}"]',
+                )
+            return
+        for name in DFLASH2_REQUIRED:
+            if getattr(self, name) is None:
+                raise config_error(
+                    f"dflash_config.{name}", None, f"an integer >= 1 (required by {DRAFT2_ARCHITECTURE})"
+                )
+            _check_int(f"dflash_config.{name}", getattr(self, name), 1)
+        if self.hidden_size % self.conv_group_size:
+            raise config_error(
+                "dflash_config.conv_group_size",
+                self.conv_group_size,
+                f"a divisor of hidden_size={self.hidden_size}",
+            )
+        if self.selector_top_k > self.vocab_size:
+            raise config_error(
+                "dflash_config.selector_top_k", self.selector_top_k, f"at most vocab_size={self.vocab_size}"
+            )
+        for name in ("output_multiplier", "input_embedding_scale"):
+            if not _is_positive_number(getattr(self, name)):
+                raise config_error(f"dflash_config.{name}", getattr(self, name), "a positive number")
+        cap = self.final_logit_softcapping
+        if cap is not None and not _is_positive_number(cap):
+            raise config_error(
+                "dflash_config.final_logit_softcapping", cap, "a positive number, or null for no softcap"
+            )
+
     # ------------------------------------------------------------------ derived
+    @property
+    def generation(self) -> int:
+        """1 for a DFlash drafter, 2 for a DFlash2 drafter (convolutions + candidate selector)."""
+        return 2 if self.architecture == DRAFT2_ARCHITECTURE else 1
+
+    @property
+    def is_dflash2(self) -> bool:
+        return self.generation == 2
+
+    @property
+    def conv_num_groups(self) -> int:
+        """Channel groups of a DFlash2 convolution (each group shares one dynamic coefficient per tap)."""
+        if not self.is_dflash2:
+            raise ValueError(f"{DRAFTER}: conv_num_groups is asked of a {self.architecture}")
+        return self.hidden_size // self.conv_group_size
+
     @property
     def num_context_layers(self) -> int:
         """How many target layers are concatenated into one context feature (K)."""
@@ -315,13 +401,18 @@ class DFlashConfig:
         if not isinstance(d, Mapping):
             raise config_error("top level", type(d).__name__, "a JSON object")
         archs = d.get("architectures")
-        if not isinstance(archs, list) or DRAFT_ARCHITECTURE not in archs:
-            raise config_error("architectures", archs, f'a list containing "{DRAFT_ARCHITECTURE}"')
+        known = [a for a in archs if a in DRAFT_ARCHITECTURES] if isinstance(archs, list) else []
+        if len(known) != 1:
+            expected = f'a list containing one of "{DRAFT_ARCHITECTURE}", "{DRAFT2_ARCHITECTURE}"'
+            raise config_error("architectures", archs, expected)
         dflash = d.get("dflash_config") or {}
         if not isinstance(dflash, Mapping):
             raise config_error("dflash_config", dflash, "a JSON object")
         # Older files keep block_size and num_target_layers inside dflash_config; the top level wins.
         merged = {**dflash, **{k: v for k, v in d.items() if k != "dflash_config"}}
+        # DFlash2 fields are dflash_config's first, as the public readers take them (vLLM reads only
+        # dflash_config; z-lab's _draft_value falls back to the top level): a top-level copy never wins.
+        dflash2_fields = {**merged, **dflash}
         ids = merged.get("target_layer_ids")
         if ids is None:
             ids = default_target_layer_ids(
@@ -350,6 +441,9 @@ class DFlashConfig:
             mask_token=dflash.get("mask_token"),
             dtype=_parse_dtype(d),
             extra={k: v for k, v in d.items() if k not in _KNOWN_KEYS},
+            architecture=known[0],
+            **{name: dflash2_fields.get(name) for name in DFLASH2_REQUIRED},
+            **_parse_dflash2_options(dflash2_fields, known[0]),
         )
 
     @classmethod
@@ -383,8 +477,12 @@ class DFlashConfig:
         }
         if self.mask_token is not None:
             dflash_config["mask_token"] = self.mask_token
+        if self.is_dflash2:
+            dflash_config.update({name: getattr(self, name) for name in DFLASH2_REQUIRED})
+            options = {k: getattr(self, k) for k in DFLASH2_OPTIONAL}
+            dflash_config.update({k: v for k, v in options.items() if v != DFLASH2_OPTIONAL[k]})
         out: dict[str, Any] = {
-            "architectures": [DRAFT_ARCHITECTURE],
+            "architectures": [self.architecture],
             "model_type": "qwen3",
             "hidden_size": self.hidden_size,
             "num_hidden_layers": self.num_hidden_layers,
@@ -457,6 +555,19 @@ class DFlashConfig:
                 self.mask_token_id,
                 f"a token id inside the target vocab [0, {t_vocab})",
             )
+
+
+def _parse_dflash2_options(merged: Mapping[str, Any], architecture: str) -> dict[str, Any]:
+    """The optional DFlash2 fields of a DFlash2 config.json (defaults where absent; a softcap of 0 is none).
+
+    A first-generation drafter takes the defaults whatever its file says: these fields mean nothing to it.
+    """
+    if architecture != DRAFT2_ARCHITECTURE:
+        return {}
+    out = {k: default if merged.get(k) is None else merged[k] for k, default in DFLASH2_OPTIONAL.items()}
+    if out["final_logit_softcapping"] == 0:
+        out["final_logit_softcapping"] = None
+    return out
 
 
 def _text_config(target_config: Any) -> Any:

@@ -154,9 +154,15 @@ def pair_verdicts(
 
     def drafter_config() -> str:
         config = found["drafter config"] = DFlashConfig.from_pretrained(need("drafter directory"))
+        generation = (
+            f"DFlash2 ({config.architecture}: convolutions of {config.conv_kernel_size} taps, candidate "
+            f"selector top-{config.selector_top_k} rank {config.selector_rank})"
+            if config.is_dflash2
+            else f"DFlash ({config.architecture})"
+        )
         return (
-            f"block_size={config.block_size}, {config.num_hidden_layers} draft layers reading target "
-            f"layers {list(config.target_layer_ids)}, mask_token_id={config.mask_token_id}"
+            f"{generation}, block_size={config.block_size}, {config.num_hidden_layers} draft layers reading "
+            f"target layers {list(config.target_layer_ids)}, mask_token_id={config.mask_token_id}"
         )
 
     def target_config() -> str:

@@ -212,13 +212,23 @@ class DraftContextCache:
 class DFlashDraftModel(nn.Module):
     """The drafter: context projection, K/V-injected decoder layers, final norm (no embeddings/lm_head)."""
 
+    # The decoder layer type (DFlash2 wraps attention and MLP in convolutions: sglang_dflash.dflash2).
+    layer_class: type[nn.Module] = DFlashDecoderLayer
+    generation = 1  # the DFlashConfig.generation this class runs
+
     def __init__(self, config: DFlashConfig) -> None:
         super().__init__()
+        if config.generation != self.generation:
+            # A DFlash2 config built as a DFlash drafter would silently drop its convolutions and selector.
+            raise ValueError(
+                f"{type(self).__name__}: config generation is {config.generation} ({config.architecture}); "
+                f"expected {self.generation} (sglang_dflash.checkpoint.drafter_class picks the class)"
+            )
         self.config = config
         h = config.hidden_size
         self.fc = nn.Linear(config.num_context_layers * h, h, bias=False)
         self.hidden_norm = RMSNorm(h, config.rms_norm_eps)
-        self.layers = nn.ModuleList(DFlashDecoderLayer(config) for _ in range(config.num_hidden_layers))
+        self.layers = nn.ModuleList(self.layer_class(config) for _ in range(config.num_hidden_layers))
         self.norm = RMSNorm(h, config.rms_norm_eps)
         self.register_buffer(
             "inv_freq", rope_inv_freq(config.head_dim, config.rope_parameters), persistent=False

@@ -12,6 +12,10 @@ One step for every active row:
 
 (glossary and shape legend: :mod:`sglang_dflash.speculative`)
 
+A DFlash2 drafter (:mod:`sglang_dflash.dflash2`) chooses its drafts by a walk through its candidate
+lattice instead of ``draft_tokens`` (greedy, or sampled with a sparse proposal over the candidates);
+verification and commit are the same.
+
 Rows accept different numbers of tokens; both caches keep per-row validity masks and are
 compacted (left-padded) so that their length tracks the longest row, not the step count.
 Finished rows leave the batch.
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from .dflash2 import DFlash2DraftModel
 from .draft_model import DFlashDraftModel, gather_kv_columns, left_pack_order
 from .speculative import (
     TARGET_DRAW,
@@ -168,6 +173,10 @@ def _draft(
     """One drafter pass: drafts [bs, block_size - 1] and their distributions (see :func:`draft_tokens`)."""
     embeds = target.get_input_embeddings()(block)
     hidden = drafter.draft_block(embeds, positions, cache)
+    if isinstance(drafter, DFlash2DraftModel):
+        # The walk's predecessor at the first draft position is the block's bonus token.
+        draft_hidden, head = hidden[:, 1:].to(embeds.dtype), target.get_output_embeddings()
+        return drafter.propose(draft_hidden, block[:, 0], head, sampling, generator, penalties)
     draft_logits = target.get_output_embeddings()(hidden[:, 1:].to(embeds.dtype))
     if penalties is not None:
         apply_penalties_(draft_logits, penalties)

@@ -234,13 +234,15 @@ OUR_HOOKS = (
 
 
 def register_model() -> None:
-    """Point SGLang's model registry's ``DFlashDraftModel`` at our class."""
+    """Point SGLang's model registry's ``DFlashDraftModel`` and ``DFlash2DraftModel`` at our classes."""
     from sglang.srt.models.registry import ModelRegistry
 
-    from ..config import DRAFT_ARCHITECTURE
+    from ..config import DRAFT2_ARCHITECTURE, DRAFT_ARCHITECTURE
+    from .dflash2_model import DFlash2DrafterForSGLang
     from .model import DFlashDrafterForSGLang
 
     ModelRegistry.models[DRAFT_ARCHITECTURE] = DFlashDrafterForSGLang
+    ModelRegistry.models[DRAFT2_ARCHITECTURE] = DFlash2DrafterForSGLang
 
 
 def _hook_installed(target: str, hook) -> bool:
