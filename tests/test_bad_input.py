@@ -53,7 +53,8 @@ def bad_drafters(target: str, drafter: str, root: str) -> dict[str, str]:
 
 
 FLAG_SCENARIOS = {
-    "--tp-size 2": {"tp_size": 2},
+    "--tp-size 3": {"tp_size": 3},
+    "--enable-dp-attention": {"enable_dp_attention": True, "dp_size": 2, "tp_size": 2},
     "--speculative-dflash-block-size 8": {"speculative_dflash_block_size": 8},
     "--pp-size 2": {"pp_size": 2},
     "--grammar-backend outlines": {"grammar_backend": "outlines"},
@@ -120,7 +121,8 @@ def test_a_bad_drafter_stops_startup_naming_what_is_wrong(outcomes, scenario, ne
 @pytest.mark.parametrize(
     "scenario, needle",
     [
-        ("--tp-size 2", "--tp-size is 2"),
+        ("--tp-size 3", "drafter num_attention_heads is 4; expected a multiple of --tp-size=3"),
+        ("--enable-dp-attention", "--enable-dp-attention is True"),
         ("--speculative-dflash-block-size 8", "--speculative-dflash-block-size is 8"),
         ("--pp-size 2", "pp_size == 1"),
         ("--grammar-backend outlines", "--grammar-backend is 'outlines'"),

@@ -60,6 +60,27 @@ async def run_group(
     return samples, time.perf_counter() - start
 
 
+def read_profile(path: str | None) -> dict | None:
+    """The worker's step profile file (``SGLANG_DFLASH_PROFILE``), or None when there is none yet."""
+    if not path or not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def profile_delta(before: dict | None, after: dict | None) -> dict | None:
+    """Mean ms per step of each phase over the steps between two reads of a profile with
+    ``totals_ms`` (the CPU wall-clock profiler), i.e. of one group alone; None without such totals."""
+    if not after or "totals_ms" not in after:
+        return None
+    prev_totals = (before or {}).get("totals_ms", {})
+    steps = after["steps"] - (before or {}).get("steps", 0)
+    if steps <= 0:
+        return None
+    means = {name: (total - prev_totals.get(name, 0.0)) / steps for name, total in after["totals_ms"].items()}
+    return {**means, "steps": steps}
+
+
 def main(config_path: str, result_path: str) -> None:
     import sglang
 
@@ -73,17 +94,22 @@ def main(config_path: str, result_path: str) -> None:
         loop.run_until_complete(
             run_group(engine, warm, cfg["sampling_params"], len(warm), f"{cfg['mode']} warmup")
         )
+        profile_path = os.environ.get("SGLANG_DFLASH_PROFILE")
         for group in cfg["groups"]:
             desc = f"{cfg['mode']} {group['dataset']} c={group['concurrency']}"
+            before = read_profile(profile_path)
             samples, wall = loop.run_until_complete(
                 run_group(engine, group["prompts"], cfg["sampling_params"], group["concurrency"], desc)
             )
+            # The worker rewrites its profile after each step, before the step's tokens reach us.
+            group_profile = profile_delta(before, read_profile(profile_path))
             results["groups"].append(
                 {
                     "dataset": group["dataset"],
                     "concurrency": group["concurrency"],
                     "wall_seconds": wall,
                     "samples": samples,
+                    **({"group_step_profile": group_profile} if group_profile else {}),
                 }
             )
     finally:

@@ -267,7 +267,8 @@ def run_mode(cfg: BenchConfig, mode: str, groups: list[dict], workdir: str) -> d
     with open(result_path, encoding="utf-8") as f:
         result = json.load(f)
     for group in result["groups"]:
-        group["step_profile"] = result.get("step_profile")
+        # The group's own phase means where the worker's profile has totals (CPU), else the run's.
+        group["step_profile"] = group.pop("group_step_profile", None) or result.get("step_profile")
     return result
 
 

@@ -40,9 +40,34 @@ def summarize(raw: dict) -> list[dict]:
                 )["exact_match_rate"]
             row["greedy_consistency"] = groups[mode].get("greedy_consistency", {}).get("rate")
             profile = groups[mode].get("step_profile") or {}
-            row["draft_ms"], row["verify_ms"] = profile.get("draft_ms"), profile.get("verify_ms")
+            for name in PHASE_NAMES:
+                row[name] = profile.get(name)
+            row["profiled_steps"] = profile.get("steps")
+            row["step_cost"] = step_cost(row.get("tau"), row["speedup"])
             rows.append(row)
     return rows
+
+
+# The worker's step phases (``SGLANG_DFLASH_PROFILE``); CUDA events time the first three only.
+PHASE_NAMES = (
+    "step_ms",
+    "host_ms",
+    "prepare_ms",
+    "draft_ms",
+    "verify_ms",
+    "accept_inject_ms",
+    "accept_ms",
+    "publish_ms",
+    "inject_ms",
+)
+
+
+def step_cost(tau: float | None, speedup: float) -> float | None:
+    """One speculative step's cost in plain decoding steps, ``tau / speedup``: a step emits tau
+    tokens where a plain step emits one, so at equal throughput it costs tau plain steps."""
+    if tau is None or speedup is None or math.isnan(speedup) or speedup <= 0:
+        return None
+    return tau / speedup
 
 
 def _fmt(value, digits=2) -> str:
@@ -69,13 +94,36 @@ COLUMNS = [
 ]
 
 
-def markdown_table(rows: list[dict]) -> str:
-    header = "| " + " | ".join(name for name, _ in COLUMNS) + " |"
-    sep = "|" + "|".join("---" for _ in COLUMNS) + "|"
+PHASE_COLUMNS = [
+    ("dataset", 0),
+    ("concurrency", 0),
+    ("mode", 0),
+    ("tau", 2),
+    ("speedup", 2),
+    ("step_cost", 2),
+    ("profiled_steps", 0),
+    *((name, 1) for name in PHASE_NAMES),
+]
+
+
+def markdown_table(rows: list[dict], columns: list[tuple[str, int]] = COLUMNS) -> str:
+    header = "| " + " | ".join(name for name, _ in columns) + " |"
+    sep = "|" + "|".join("---" for _ in columns) + "|"
     lines = [header, sep]
     for row in rows:
-        lines.append("| " + " | ".join(_fmt(row.get(name), digits) for name, digits in COLUMNS) + " |")
+        lines.append("| " + " | ".join(_fmt(row.get(name), digits) for name, digits in columns) + " |")
     return "\n".join(lines) + "\n"
+
+
+def phase_table(rows: list[dict]) -> str:
+    """Per-phase ms per step of the profiled modes, with tau, speedup and step cost (in plain steps)."""
+    profiled = [r for r in rows if r.get("step_ms") is not None]
+    if not profiled:
+        return ""
+    return (
+        "\n## Step profile (ms per decode step, wall clock; step_cost = tau / speedup, in plain steps)\n\n"
+        + markdown_table(profiled, PHASE_COLUMNS)
+    )
 
 
 def plot_speedups(rows: list[dict], path: str) -> None:
@@ -86,6 +134,8 @@ def plot_speedups(rows: list[dict], path: str) -> None:
     import matplotlib.pyplot as plt
 
     datasets = sorted({r["dataset"] for r in rows})
+    if not datasets:  # every mode failed: the table lists them, there is nothing to plot
+        return
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 3.8), squeeze=False)
     for ax, dataset in zip(axes[0], datasets):
         for mode in sorted({r["mode"] for r in rows}):
@@ -134,6 +184,7 @@ def write_report(raw: dict, out_dir: str, stem: str = "results") -> dict[str, st
             f"drafter {env.get('drafter', '?')}\n\n"
         )
         f.write(markdown_table(rows))
+        f.write(phase_table(rows))
         for failure in raw.get("failed_modes", []):
             f.write(f"\n**mode {failure['mode']} failed**: {failure['error']}\n")
     try:

@@ -21,6 +21,7 @@ worker there; this module fills them, and :mod:`.plugin` installs them as hooks:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
@@ -92,6 +93,68 @@ def block_attention_mask(
     return allowed
 
 
+@dataclasses.dataclass
+class BlockLayout:
+    """Where one block forward's keys come from, shared by all its layers (built once per forward).
+
+    Every request's keys [prefix ; block] are laid out from key 0 and padded to the longest,
+    ``kv_len = max(prefix_lens) + block_size``, so that one SDPA call covers the whole batch; a
+    padded key points at its request's own first slot (a finite value) and every mask hides it.
+    """
+
+    slots: torch.Tensor  # [bs * kv_len] pool slots, row-major by request
+    kv_len: int
+    block_size: int
+    prefix_lens: torch.Tensor  # [bs]
+    ragged: bool  # some request has fewer than kv_len keys
+    masks: dict[tuple[bool, int | None], torch.Tensor | None] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        req_to_token: torch.Tensor,
+        req_pool_indices: torch.Tensor,
+        prefix_lens: torch.Tensor,
+        block_size: int,
+    ) -> BlockLayout:
+        prefix_lens = prefix_lens.to(device=req_to_token.device, dtype=torch.long)
+        min_prefix, max_prefix = (int(x) for x in torch.aminmax(prefix_lens))
+        kv_len = max_prefix + block_size
+        slots = req_to_token[req_pool_indices.to(req_to_token.device, torch.long), :kv_len].to(torch.long)
+        ragged = min_prefix != max_prefix
+        if ragged:
+            valid = torch.arange(kv_len, device=slots.device)[None, :] < (prefix_lens + block_size)[:, None]
+            slots = torch.where(valid, slots, slots[:, :1])
+        return cls(slots.reshape(-1), kv_len, block_size, prefix_lens, ragged)
+
+    def mask(self, causal: bool, window: int | None) -> torch.Tensor | None:
+        """[bs, 1, block_size, kv_len] keys each query may read (None = all; cached per kind)."""
+        window = window if window is not None and window > -1 else None
+        key = (causal, window)
+        if key not in self.masks:
+            self.masks[key] = self._build_mask(causal, window)
+        return self.masks[key]
+
+    def _build_mask(self, causal: bool, window: int | None) -> torch.Tensor | None:
+        bs, block, device = self.prefix_lens.shape[0], self.block_size, self.slots.device
+        if not causal and not self.ragged:
+            return None  # every query reads every key: no mask keeps SDPA on its fused kernel
+        if causal and block == 1 and not self.ragged and window is None:
+            return None  # one query at the end of every row sees every key
+        if bs == 1:  # the single-request layout is the one block_attention_mask has always built
+            one = block_attention_mask(int(self.prefix_lens[0]), block, causal, window, device)
+            return None if one is None else one[None, None]
+        key_pos = torch.arange(self.kv_len, device=device)[None, None, :]  # [1, 1, kv_len]
+        query_pos = self.prefix_lens[:, None, None] + torch.arange(block, device=device)[None, :, None]
+        if causal:
+            allowed = key_pos <= query_pos  # [bs, block, kv_len]
+            if window is not None:
+                allowed &= key_pos >= query_pos - window
+        else:
+            allowed = (key_pos < (self.prefix_lens + block)[:, None, None]).expand(bs, block, self.kv_len)
+        return allowed[:, None]
+
+
 def block_attention(
     q: torch.Tensor,
     layer: RadixAttention,
@@ -101,35 +164,36 @@ def block_attention(
     req_pool_indices: torch.Tensor,
     prefix_lens: torch.Tensor,
     block_size: int,
+    layout: BlockLayout | None = None,
 ) -> torch.Tensor:
     """SDPA of ``block_size`` queries per request over [prefix ; block] read from the KV pool.
 
     q [bs * block_size, heads * D]; the block's own K/V must already be in the pool at
     ``req_to_token[r, prefix_len : prefix_len + block_size]``.  Returns [bs * block_size, heads * Dv].
+    One SDPA call for the whole batch over the padded ``layout`` (built here when not given; a
+    forward passes the same one to each of its layers).
     """
     from sglang.srt.layers.radix_attention import AttentionType
 
-    heads, dim, v_dim = layer.tp_q_head_num, layer.qk_head_dim, layer.v_head_dim
-    queries = q.view(-1, block_size, heads, dim)
-    out = q.new_empty(queries.shape[0], block_size, heads, v_dim)
+    if layout is None:
+        layout = BlockLayout.build(req_to_token, req_pool_indices, prefix_lens, block_size)
+    heads, kv_heads = layer.tp_q_head_num, layer.tp_k_head_num
+    dim, v_dim, bs = layer.qk_head_dim, layer.v_head_dim, q.shape[0] // block_size
     causal = layer.attn_type != AttentionType.ENCODER_ONLY and not layer.is_cross_attention
-    window = getattr(layer, "sliding_window_size", None)
-    for row, (pool_row, prefix_len) in enumerate(zip(req_pool_indices.tolist(), prefix_lens.tolist())):
-        slots = req_to_token[pool_row, : prefix_len + block_size]
-        keys = key_buffer[slots].transpose(0, 1).to(q.dtype)
-        values = value_buffer[slots].transpose(0, 1).to(q.dtype)
-        mask = block_attention_mask(prefix_len, block_size, causal, window, q.device)
-        # 4-D inputs: PyTorch's fused CPU attention kernel takes them; the 3-D path is 3-7x slower.
-        attended = F.scaled_dot_product_attention(
-            queries[row].transpose(0, 1)[None],
-            keys[None],
-            values[None],
-            attn_mask=mask,
-            scale=layer.scaling,
-            enable_gqa=heads != layer.tp_k_head_num,
-        )
-        out[row] = attended[0].transpose(0, 1)
-    return out.reshape(-1, heads * v_dim)
+    mask = layout.mask(causal, getattr(layer, "sliding_window_size", None))
+    # [bs, kv_len, Hkv, D] gathered once, viewed as [bs, Hkv, kv_len, D]: 4-D inputs take PyTorch's
+    # fused CPU attention kernel (the 3-D path is 3-7x slower).
+    keys = key_buffer.index_select(0, layout.slots).view(bs, layout.kv_len, kv_heads, dim)
+    values = value_buffer.index_select(0, layout.slots).view(bs, layout.kv_len, kv_heads, v_dim)
+    attended = F.scaled_dot_product_attention(
+        q.view(bs, block_size, heads, dim).transpose(1, 2),
+        keys.transpose(1, 2).to(q.dtype),
+        values.transpose(1, 2).to(q.dtype),
+        attn_mask=mask,
+        scale=layer.scaling,
+        enable_gqa=heads != kv_heads,
+    )  # [bs, heads, block_size, Dv]
+    return attended.transpose(1, 2).reshape(-1, heads * v_dim)
 
 
 def is_block_forward(forward_batch: ForwardBatch) -> bool:
@@ -160,7 +224,30 @@ def torch_native_forward_extend(original, self, q, k, v, layer, forward_batch, s
         forward_batch.req_pool_indices,
         forward_batch.seq_lens,
         forward_batch.spec_info.draft_token_num,
+        layout=forward_layout(self, forward_batch),
     )
+
+
+_LAYOUT_ATTR = "_sglang_dflash_block_layout"
+
+
+def forward_layout(backend, forward_batch: ForwardBatch) -> BlockLayout:
+    """The block layout of ``forward_batch``, built by its first layer and reused by the others.
+
+    Kept on the backend with the forward batch it belongs to (compared by identity), so a new
+    forward, the drafter's or the target's, always builds its own.
+    """
+    cached = getattr(backend, _LAYOUT_ATTR, None)
+    if cached is not None and cached[0] is forward_batch:
+        return cached[1]
+    layout = BlockLayout.build(
+        backend.req_to_token_pool.req_to_token,
+        forward_batch.req_pool_indices,
+        forward_batch.seq_lens,
+        forward_batch.spec_info.draft_token_num,
+    )
+    setattr(backend, _LAYOUT_ATTR, (forward_batch, layout))
+    return layout
 
 
 # ----------------------------------------------------------------------------- streams

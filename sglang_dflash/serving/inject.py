@@ -33,7 +33,8 @@ class ContextInjector:
         self.pool = kv_pool
         self.refresh()
         self.num_layers = len(model.layers)
-        self.kv_heads, self.head_dim = model.dflash.num_key_value_heads, model.dflash.head_dim
+        # This rank's K/V heads under tensor parallelism (all of them on one rank).
+        self.kv_heads, self.head_dim = model.layers[0].num_kv_heads, model.dflash.head_dim
         direct = self._pool_stores_model_dtype()
         self.use_triton = (self.weight.is_cuda and direct) if use_triton is None else use_triton
         self._write: Callable = write_kv_triton if self.use_triton else write_kv_torch

@@ -29,6 +29,7 @@ from ..checkpoint import check_state_dict, published_name
 from ..config import DFlashConfig, config_error
 from ..draft_model import cos_sin_cache
 from ..kernels.norm_rope import norm_rope_torch, norm_rope_triton
+from .tensor_parallel import RowParallelLinear, TPShard, vocab_embedding, vocab_logits
 
 
 # ----------------------------------------------------------------------------- fused ops
@@ -86,21 +87,22 @@ class DFlashSGLangLayer(nn.Module):
                 "full_attention in the SGLang worker (sliding draft layers run in the reference only)",
             )
         h, d = config.hidden_size, config.head_dim
-        self.num_heads, self.num_kv_heads, self.head_dim = (
-            config.num_attention_heads,
-            config.num_key_value_heads,
-            d,
-        )
+        # This rank's heads and MLP rows (everything, on one rank): see .tensor_parallel.
+        self.shard = shard = TPShard.current()
+        self.first_head, self.num_heads = shard.split(config.num_attention_heads)
+        self.first_kv_head, self.num_kv_heads = shard.kv_heads(config.num_key_value_heads)
+        self.first_inter, inter = shard.split(config.intermediate_size)
+        self.head_dim = d
         self.q_size, self.kv_size = self.num_heads * d, self.num_kv_heads * d
         self.eps = config.rms_norm_eps
         self.qkv_proj = nn.Linear(h, self.q_size + 2 * self.kv_size, bias=config.attention_bias)
-        self.o_proj = nn.Linear(self.q_size, h, bias=config.attention_bias)
+        self.o_proj = RowParallelLinear(self.q_size, h, config.attention_bias, shard)
         self.q_norm_weight = nn.Parameter(torch.ones(d))
         self.k_norm_weight = nn.Parameter(torch.ones(d))
         self.input_layernorm_weight = nn.Parameter(torch.ones(h))
         self.post_attention_layernorm_weight = nn.Parameter(torch.ones(h))
-        self.gate_up_proj = nn.Linear(h, 2 * config.intermediate_size, bias=False)
-        self.down_proj = nn.Linear(config.intermediate_size, h, bias=False)
+        self.gate_up_proj = nn.Linear(h, 2 * inter, bias=False)
+        self.down_proj = RowParallelLinear(inter, h, False, shard)
         self.attn = RadixAttention(
             self.num_heads,
             d,
@@ -109,6 +111,16 @@ class DFlashSGLangLayer(nn.Module):
             layer_id=layer_id,
             attn_type=AttentionType.ENCODER_ONLY,
             prefix=f"layers.{layer_id}.attn",
+        )
+
+    def weight_rows(self) -> tuple[slice, slice, slice]:
+        """This rank's rows of the published q_proj, k_proj/v_proj and gate_proj/up_proj weights
+        (= its columns of o_proj and down_proj); all rows on one rank."""
+        d = self.head_dim
+        return (
+            slice(self.first_head * d, self.first_head * d + self.q_size),
+            slice(self.first_kv_head * d, self.first_kv_head * d + self.kv_size),
+            slice(self.first_inter, self.first_inter + self.down_proj.weight.shape[1]),
         )
 
     def forward(self, positions, hidden, residual, forward_batch, cos_sin):
@@ -133,6 +145,9 @@ class DFlashSGLangLayer(nn.Module):
 class DFlashDrafterForSGLang(nn.Module):
     """SGLang entry class for ``architectures: ["DFlashDraftModel"]`` checkpoints."""
 
+    layer_class: type[DFlashSGLangLayer] = DFlashSGLangLayer  # DFlash2: .dflash2_model
+    generation = 1  # the DFlashConfig.generation this class runs
+
     def __init__(self, config, quant_config=None, prefix: str = "") -> None:
         super().__init__()
         if quant_config is not None:
@@ -140,11 +155,16 @@ class DFlashDrafterForSGLang(nn.Module):
         raw = config.to_dict() if hasattr(config, "to_dict") else dict(config)
         self.config = config
         self.dflash = DFlashConfig.from_dict(raw)
+        if self.dflash.generation != self.generation:
+            # Run as the other generation, a drafter would ignore (or lack) its convolutions and selector.
+            expected = f"the architecture of {type(self).__name__}"
+            raise config_error("architectures", [self.dflash.architecture], expected)
         h = self.dflash.hidden_size
+        self.shard = TPShard.current()
         self.fc = nn.Linear(self.dflash.num_context_layers * h, h, bias=False)
         self.hidden_norm_weight = nn.Parameter(torch.ones(h))
         self.layers = nn.ModuleList(
-            DFlashSGLangLayer(self.dflash, i) for i in range(self.dflash.num_hidden_layers)
+            self.layer_class(self.dflash, i) for i in range(self.dflash.num_hidden_layers)
         )
         self.norm_weight = nn.Parameter(torch.ones(h))
         self.eps = self.dflash.rms_norm_eps
@@ -170,6 +190,14 @@ class DFlashDrafterForSGLang(nn.Module):
     def get_embed_and_head(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self._embed, self._head
 
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """The target's embeddings of ``input_ids`` (its vocabulary shard, summed over TP ranks)."""
+        return vocab_embedding(input_ids, self._embed, self.shard)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """[N, vocab_size] logits through the target's lm_head (shards gathered over TP ranks)."""
+        return vocab_logits(hidden, self._head, self.shard)[:, : self.dflash.vocab_size]
+
     # ------------------------------------------------------------------ context
     def project_context(self, target_hidden: torch.Tensor) -> torch.Tensor:
         """[N, K*H] captured target hidden states -> [N, H] context features (fc + RMSNorm)."""
@@ -192,12 +220,12 @@ class DFlashDrafterForSGLang(nn.Module):
         """Denoise one block per request; logits of every block position over the target vocab."""
         if self._embed is None:
             raise RuntimeError("DFlashDrafterForSGLang.set_embed_and_head() must be called before forward()")
-        hidden = F.embedding(input_ids, self._embed)
+        hidden = self.embed(input_ids)
         residual = None
         for layer in self.layers:
             hidden, residual = layer(positions, hidden, residual, forward_batch, self.cos_sin)
         hidden, _ = add_rms_norm(hidden, residual, self.norm_weight, self.eps)
-        logits = F.linear(hidden, self._head)[:, : self.dflash.vocab_size]
+        logits = self.logits(hidden)
         return LogitsProcessorOutput(next_token_logits=logits, hidden_states=None)
 
     # ------------------------------------------------------------------ weights
@@ -212,23 +240,24 @@ class DFlashDrafterForSGLang(nn.Module):
             params["norm_weight"].copy_(state["norm.weight"])
             for i, layer in enumerate(self.layers):
                 p = f"layers.{i}."
-                q, kv = layer.q_size, layer.kv_size
+                q_rows, kv_rows, inter_rows = layer.weight_rows()
                 for suffix in ("weight", "bias"):
                     if getattr(layer.qkv_proj, suffix) is None:
                         continue
                     fused = getattr(layer.qkv_proj, suffix)
-                    fused[:q].copy_(state[p + f"self_attn.q_proj.{suffix}"])
-                    fused[q : q + kv].copy_(state[p + f"self_attn.k_proj.{suffix}"])
-                    fused[q + kv :].copy_(state[p + f"self_attn.v_proj.{suffix}"])
-                layer.o_proj.weight.copy_(state[p + "self_attn.o_proj.weight"])
+                    q, kv = layer.q_size, layer.kv_size
+                    fused[:q].copy_(state[p + f"self_attn.q_proj.{suffix}"][q_rows])
+                    fused[q : q + kv].copy_(state[p + f"self_attn.k_proj.{suffix}"][kv_rows])
+                    fused[q + kv :].copy_(state[p + f"self_attn.v_proj.{suffix}"][kv_rows])
+                layer.o_proj.weight.copy_(state[p + "self_attn.o_proj.weight"][:, q_rows])
                 if layer.o_proj.bias is not None:
                     layer.o_proj.bias.copy_(state[p + "self_attn.o_proj.bias"])
                 layer.q_norm_weight.copy_(state[p + "self_attn.q_norm.weight"])
                 layer.k_norm_weight.copy_(state[p + "self_attn.k_norm.weight"])
                 inter = layer.down_proj.weight.shape[1]
-                layer.gate_up_proj.weight[:inter].copy_(state[p + "mlp.gate_proj.weight"])
-                layer.gate_up_proj.weight[inter:].copy_(state[p + "mlp.up_proj.weight"])
-                layer.down_proj.weight.copy_(state[p + "mlp.down_proj.weight"])
+                layer.gate_up_proj.weight[:inter].copy_(state[p + "mlp.gate_proj.weight"][inter_rows])
+                layer.gate_up_proj.weight[inter:].copy_(state[p + "mlp.up_proj.weight"][inter_rows])
+                layer.down_proj.weight.copy_(state[p + "mlp.down_proj.weight"][:, inter_rows])
                 layer.input_layernorm_weight.copy_(state[p + "input_layernorm.weight"])
                 layer.post_attention_layernorm_weight.copy_(state[p + "post_attention_layernorm.weight"])
 

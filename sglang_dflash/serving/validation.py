@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..checkpoint import check_shapes, read_shapes
 from ..config import CONFIG_FILE, SERVER, DFlashConfig, config_error
+from .tensor_parallel import check_tensor_parallel
 
 if TYPE_CHECKING:
     from sglang.srt.configs.model_config import ModelConfig
@@ -174,10 +175,7 @@ def check_server_args(server_args: ServerArgs) -> DFlashConfig:
     check_attention_only_target(target, get_linear_attn_config(target))
     check_shapes(config, read_shapes(path))
     check_full_attention_layers(config)
-    if getattr(server_args, "tp_size", 1) != 1:
-        raise config_error(
-            "--tp-size", server_args.tp_size, "1 (sglang-dflash serves tensor-parallel size 1 for now)"
-        )
+    check_tensor_parallel(config, getattr(server_args, "tp_size", 1))
     for flag, value in (
         ("--speculative-dflash-block-size", server_args.speculative_dflash_block_size),
         ("--speculative-num-draft-tokens", server_args.speculative_num_draft_tokens),
@@ -193,6 +191,13 @@ def check_flags(server_args: ServerArgs) -> None:
 
     Runs before :func:`take_adaptive_settings`, which clears the host's ``speculative_adaptive``.
     """
+    if getattr(server_args, "enable_dp_attention", False):
+        raise config_error(
+            "--enable-dp-attention",
+            True,
+            "False (sglang-dflash shards its drafter over the whole TP group; data-parallel attention "
+            "splits that group's attention, which the drafter does not follow)",
+        )
     if getattr(server_args, "enable_two_batch_overlap", False):
         raise config_error(
             "--enable-two-batch-overlap",

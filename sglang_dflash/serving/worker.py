@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -49,6 +50,7 @@ from ..grammar import BlockGrammar
 from .inject import ContextInjector
 from .outputs import FinalHiddenStates, committed_logprobs
 from .spec_inputs import DFlashBlockInput, DFlashDraftInput, row_capacity
+from .tensor_parallel import TPShard, agree, agree_int
 
 logger = logging.getLogger(__name__)
 
@@ -209,6 +211,12 @@ class StepInputs:
     # Penalties on the tokens generated so far (frequency, presence, repetition, min_new_tokens).
     penalties: spec.Penalties | None = None
     logit_bias: torch.Tensor | None = None  # [bs, V] per-request logit_bias, or None
+    # DFlash2: (draft logits [bs, n, V], bonus tokens [bs], sampling, draws) -> (drafts, proposals),
+    # the candidate-lattice walk of the drafter's last pass (sglang_dflash.dflash2); None for DFlash.
+    selector: Callable | None = None
+    # Tensor parallelism: (*tensors) -> rank 0's values on every rank, applied to the drafts and to
+    # the acceptance decision (.tensor_parallel.agree); None on one rank.
+    agree: Callable[..., tuple[torch.Tensor, ...]] | None = None
 
 
 @dataclasses.dataclass
@@ -227,9 +235,18 @@ PROFILE_ENV = "SGLANG_DFLASH_PROFILE"
 
 
 class PhaseProfiler(Protocol):
-    """What :func:`decode_step` needs of a profiler: one context manager per timed phase."""
+    """What :func:`decode_step` and the worker need of a profiler: one context manager per timed
+    phase, one per finer detail inside a phase, and marks around each step (host time between them)."""
 
     def phase(self, name: str) -> contextlib.AbstractContextManager[None]: ...
+
+    def detail(self, name: str) -> contextlib.AbstractContextManager[None]: ...
+
+    def begin_step(self) -> None: ...
+
+    def end_step(self) -> None: ...
+
+    def forward_done(self) -> None: ...
 
 
 class _NoProfiler:
@@ -238,11 +255,104 @@ class _NoProfiler:
     def phase(self, name: str) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
+    def detail(self, name: str) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def begin_step(self) -> None:
+        return None
+
+    def end_step(self) -> None:
+        return None
+
+    def forward_done(self) -> None:
+        return None
+
 
 NO_PROFILER: PhaseProfiler = _NoProfiler()
 
 
-class StepProfiler:
+class WallClockProfiler(_NoProfiler):
+    """``time.perf_counter`` timing of every phase of a decode step, where there is no CUDA.
+
+    On CPU the step runs synchronously, so wall time is the phases' cost.  Phases: ``draft_ms``,
+    ``verify_ms``, ``accept_inject_ms`` (as :class:`StepProfiler`), within the last one
+    ``accept_ms``, ``publish_ms`` and ``inject_ms``; ``step_ms`` (the worker's whole decode call),
+    ``prepare_ms`` (its part outside the three phases: block slots, sampling tensors, the result)
+    and ``host_ms`` (the scheduler's time from the end of the previous forward, decode or prefill,
+    to the start of this step).  Totals and means are rewritten to ``path`` after every step (a
+    small JSON file; the bench reads it after each group): ``{"draft_ms": mean, ..., "steps": n,
+    "totals_ms": {...}}``.
+    """
+
+    PHASES = (
+        "step_ms",
+        "host_ms",
+        "prepare_ms",
+        "draft_ms",
+        "verify_ms",
+        "accept_inject_ms",
+        "accept_ms",
+        "publish_ms",
+        "inject_ms",
+    )
+
+    def __init__(self, path: str, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.path, self.clock, self.steps = path, clock, 0
+        self.totals = dict.fromkeys(self.PHASES, 0.0)
+        self.current = dict.fromkeys(self.PHASES, 0.0)
+        self.step_start: float | None = None
+        self.last_forward_end: float | None = None
+
+    @contextlib.contextmanager
+    def _timed(self, name: str) -> Iterator[None]:
+        start = self.clock()
+        yield
+        self.current[name] += (self.clock() - start) * 1e3
+
+    def phase(self, name: str) -> contextlib.AbstractContextManager[None]:
+        return self._timed(name)
+
+    def detail(self, name: str) -> contextlib.AbstractContextManager[None]:
+        return self._timed(name)
+
+    def begin_step(self) -> None:
+        self.step_start = self.clock()
+        self.current = dict.fromkeys(self.PHASES, 0.0)
+        if self.last_forward_end is not None:
+            self.current["host_ms"] = (self.step_start - self.last_forward_end) * 1e3
+
+    def end_step(self) -> None:
+        """Fold the step in and rewrite the file (a step without :meth:`begin_step` is not timed)."""
+        if self.step_start is None:
+            return
+        end = self.clock()
+        cur = self.current
+        cur["step_ms"] = (end - self.step_start) * 1e3
+        cur["prepare_ms"] = cur["step_ms"] - cur["draft_ms"] - cur["verify_ms"] - cur["accept_inject_ms"]
+        for name, value in cur.items():
+            self.totals[name] += value
+        self.steps += 1
+        self.step_start, self.last_forward_end = None, end
+        self.write()
+
+    def forward_done(self) -> None:
+        """A prefill ended: the next step's host time starts here."""
+        self.last_forward_end = self.clock()
+
+    def write(self) -> None:
+        stats = {name: total / max(1, self.steps) for name, total in self.totals.items()}
+        with open(self.path, "w", encoding="utf-8") as f:
+            json.dump({**stats, "steps": self.steps, "totals_ms": self.totals}, f)
+
+
+def make_profiler(path: str | None, device: torch.device) -> PhaseProfiler:
+    """``SGLANG_DFLASH_PROFILE=path``: CUDA events on a CUDA device, wall clock elsewhere; off when unset."""
+    if not path:
+        return NO_PROFILER
+    return StepProfiler(path) if torch.device(device).type == "cuda" else WallClockProfiler(path)
+
+
+class StepProfiler(_NoProfiler):
     """CUDA-event timing of the draft, verify and accept+inject phases of every decode step.
 
     Enabled by ``SGLANG_DFLASH_PROFILE=path``.  Phases run back to back, so one phase's end event
@@ -375,10 +485,15 @@ def decode_step(
             draft_logits = draft(block, positions.reshape(-1)).view(bs, block_size, -1)[:, 1:width]
             if inputs.penalties is not None:
                 spec.apply_penalties_(draft_logits, inputs.penalties)
-            if grammar is not None and grammar.mask_drafts:
+            if inputs.selector is not None:
+                # Drafts outside a grammar are still verified under it: lossless, only less accepted.
+                drafts, draft_probs = inputs.selector(draft_logits, block[:, 0], sampling, draws)
+            elif grammar is not None and grammar.mask_drafts:
                 drafts, draft_probs = grammar.draft(draft_logits, sampling, draws)
             else:
                 drafts, draft_probs = spec.draft_tokens(draft_logits, sampling, draws)
+            if inputs.agree is not None:
+                (drafts,) = inputs.agree(drafts)  # every rank verifies the same block
 
     with profiler.phase("verify_ms"):
         # The target scores [bonus token, drafts] in one causal pass and captures context features.
@@ -396,14 +511,25 @@ def decode_step(
             target_logits.add_(inputs.logit_bias[:, None, :])
 
     with profiler.phase("accept_inject_ms"):
-        num_correct_drafts, emitted = spec.accept(drafts, draft_probs, target_logits, sampling, draws)
-        accept_lens = (num_correct_drafts + 1).to(torch.int32)
-        new_seq_lens = inputs.seq_lens + accept_lens
+        with profiler.detail("accept_ms"):
+            num_correct_drafts, emitted = spec.accept(drafts, draft_probs, target_logits, sampling, draws)
+            if inputs.agree is not None:
+                num_correct_drafts, emitted = inputs.agree(num_correct_drafts, emitted)
+            accept_lens = (num_correct_drafts + 1).to(torch.int32)
+            new_seq_lens = inputs.seq_lens + accept_lens
         if publish is not None:
-            publish(new_seq_lens)
+            with profiler.detail("publish_ms"):
+                publish(new_seq_lens)
         # Inject all verified rows: rows past a request's accepted prefix lie beyond its new
         # seq_len, and the next block writes its own K/V over them before anything reads them.
-        inject(hidden, verify_positions, slots)
+        with profiler.detail("inject_ms"):
+            if hidden.device.type == "cpu":
+                # A CPU step is synchronous, so choosing rows costs no device sync: inject only the
+                # committed ones (about tau of the width per request; the others would be overwritten).
+                committed = (torch.arange(width) < accept_lens[:, None]).view(-1)
+                inject(hidden[committed], verify_positions[committed], slots[committed])
+            else:
+                inject(hidden, verify_positions, slots)
 
     bonus_tokens = emitted.gather(1, num_correct_drafts[:, None])[:, 0]
     return StepResult(num_correct_drafts, emitted, bonus_tokens, accept_lens, new_seq_lens)
@@ -447,6 +573,7 @@ class DFlashWorker(BaseSpecWorker):
         self._draft_worker.draft_runner = self.draft_runner  # the host reads worker.draft_worker.draft_runner
         self._draft_worker.draft_runners = [self.draft_runner]  # BaseSpecWorker weight updates iterate these
         self.draft_model = self.draft_runner.model
+        self.tp_shard = TPShard.current()  # the target's TP group, which the drafter is sharded over
         embed, head = target_worker.model_runner.model.get_embed_and_head()
         self.draft_model.set_embed_and_head(embed, head)
         self.draft_model.prepare_rope(context_len + 2 * self.block_size + 8)
@@ -456,7 +583,7 @@ class DFlashWorker(BaseSpecWorker):
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
         self.mask_drafts = mask_drafts_setting()
         profile = os.environ.get(PROFILE_ENV)
-        self.profiler = StepProfiler(profile) if profile and torch.cuda.is_available() else NO_PROFILER
+        self.profiler = make_profiler(profile, self.device)
         logger.info(
             "sglang-dflash worker ready: block_size=%d, draft layers=%d, target layers %s",
             self.block_size,
@@ -519,6 +646,7 @@ class DFlashWorker(BaseSpecWorker):
         # The aux features are not the model's hidden states: the host gets the final ones, if asked.
         result.logits_output.hidden_states = final_hidden.get()
         result.next_draft_input = DFlashDraftInput(result.next_token_ids, self.block_size)
+        self.profiler.forward_done()
         return result
 
     def _block_forward_batch(
@@ -541,12 +669,16 @@ class DFlashWorker(BaseSpecWorker):
         )
 
     def _decode(self, batch, on_publish) -> GenerationBatchResult:
+        self.profiler.begin_step()
         block_size, bs = self.block_size, batch.batch_size()
         sampling_info = batch.sampling_info
         out_cache_loc = block_slots(batch, self.req_to_token_pool.req_to_token, block_size)
         seq_lens = batch.seq_lens
         passes = BlockPasses()
-        width = self.width_policy.choose(bs) if self.width_policy is not None else block_size
+        width = block_size
+        if self.width_policy is not None:
+            # Timed per rank, so the ranks' choices can differ: rank 0's is everyone's.
+            width = agree_int(self.width_policy.choose(bs), self.tp_shard, self.device)
 
         def draft(block: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
             passes.draft_batch = self._block_forward_batch(
@@ -595,6 +727,8 @@ class DFlashWorker(BaseSpecWorker):
                 grammar=grammar,
                 penalties=step_penalties(batch.reqs, sampling_info.vocab_size, self.device),
                 logit_bias=sampling_info.logit_bias,
+                selector=getattr(self.draft_model, "select_drafts", None),
+                agree=functools.partial(agree, shard=self.tp_shard) if self.tp_shard.size > 1 else None,
             ),
             draft=draft,
             verify=verify,
@@ -610,7 +744,7 @@ class DFlashWorker(BaseSpecWorker):
         logits_output = passes.verify_result.logits_output
         if batch.return_logprob:
             committed_logprobs(batch, logits_output, step.emitted)
-        return GenerationBatchResult(
+        result = GenerationBatchResult(
             logits_output=logits_output,
             next_token_ids=step.emitted.reshape(-1).to(torch.int32),
             accept_lens=step.accept_lens,
@@ -624,3 +758,5 @@ class DFlashWorker(BaseSpecWorker):
                 r for r in (passes.draft_batch, passes.verify_batch, out_cache_loc) if r is not None
             ],
         )
+        self.profiler.end_step()
+        return result

@@ -12,3 +12,8 @@ if os.environ.get("SGLANG_DFLASH_SGL_KERNEL_STANDIN") == "1":
     import sgl_kernel_standin
 
     sgl_kernel_standin.install()
+
+if os.environ.get("SGLANG_DFLASH_TEST_DIVERGE_RANK"):
+    import diverge_rank
+
+    diverge_rank.install(int(os.environ["SGLANG_DFLASH_TEST_DIVERGE_RANK"]))

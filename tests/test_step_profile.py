@@ -1,0 +1,134 @@
+"""The CPU step profile: wall-clock phases of every decode step (``WallClockProfiler``), the
+bench's per-group means from the worker's running totals, and the report's step-cost table."""
+
+import json
+
+import pytest
+import torch
+
+pytest.importorskip("sglang.srt.layers.radix_attention", reason="needs the sglang extra installed")
+
+from sglang_dflash.bench.engine_run import profile_delta
+from sglang_dflash.bench.report import phase_table, step_cost, summarize
+from sglang_dflash.serving.worker import (
+    NO_PROFILER,
+    StepInputs,
+    StepProfiler,
+    WallClockProfiler,
+    decode_step,
+    make_profiler,
+)
+from sglang_dflash.speculative import BatchSampling, SamplingParams
+
+
+class FakeClock:
+    """perf_counter stand-in: every read advances one second (so every phase lasts whole reads)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def run_steps(profiler, steps: int, published: list | None = None) -> None:
+    bs, block_size, vocab = 2, 4, 9
+    inputs = StepInputs(
+        bonus_tokens=torch.tensor([1, 2]),
+        seq_lens=torch.tensor([3, 5]),
+        out_cache_loc=torch.arange(bs * block_size),
+        block_size=block_size,
+        mask_token_id=0,
+        sampling=BatchSampling.from_params([SamplingParams()] * bs),
+    )
+    logits = torch.randn(bs * block_size, vocab, generator=torch.Generator().manual_seed(0))
+    for _ in range(steps):
+        profiler.begin_step()
+        decode_step(
+            inputs,
+            draft=lambda block, positions: logits,
+            verify=lambda block, positions, slots: (logits, torch.zeros(bs * block_size, 1)),
+            inject=lambda hidden, positions, slots: None,
+            publish=(published.append if published is not None else None),
+            profiler=profiler,
+        )
+        profiler.end_step()
+
+
+def test_wall_clock_profile_times_every_phase_and_the_host_between_steps(tmp_path):
+    path = tmp_path / "profile.json"
+    profiler = WallClockProfiler(str(path), clock=FakeClock())
+    profiler.forward_done()  # a prefill ended: the first step's host time counts from here
+    run_steps(profiler, 3, published=[])
+    written = json.loads(path.read_text())
+    assert written["steps"] == 3
+    # Each timed block reads the clock twice (one second apart); the step's own marks add reads.
+    for name in ("draft_ms", "verify_ms", "accept_ms", "publish_ms", "inject_ms"):
+        assert written[name] == 1000.0, name
+    # accept+inject spans its own 2 reads around the 3 inner blocks' 6: 8 reads, 7 s apart.
+    assert written["accept_inject_ms"] == 7000.0
+    assert written["host_ms"] == 1000.0  # the read at forward_done / end_step, then begin_step's
+    assert (
+        written["step_ms"]
+        == written["draft_ms"] + written["verify_ms"] + written["accept_inject_ms"] + (written["prepare_ms"])
+    )
+    assert written["totals_ms"]["draft_ms"] == 3000.0
+
+
+def test_a_step_after_idle_time_without_a_forward_mark_has_no_host_time(tmp_path):
+    profiler = WallClockProfiler(str(tmp_path / "p.json"), clock=FakeClock())
+    run_steps(profiler, 1)
+    assert json.loads((tmp_path / "p.json").read_text())["host_ms"] == 0.0
+
+
+def test_the_profiler_follows_the_device(tmp_path):
+    assert make_profiler(None, torch.device("cpu")) is NO_PROFILER
+    assert isinstance(make_profiler(str(tmp_path / "p.json"), torch.device("cpu")), WallClockProfiler)
+    assert isinstance(make_profiler(str(tmp_path / "p.json"), torch.device("cuda", 0)), StepProfiler)
+
+
+def test_group_profile_is_the_mean_over_the_group_s_own_steps():
+    before = {"steps": 10, "totals_ms": {"draft_ms": 100.0, "verify_ms": 300.0}}
+    after = {"steps": 14, "totals_ms": {"draft_ms": 140.0, "verify_ms": 500.0}}
+    assert profile_delta(before, after) == {"draft_ms": 10.0, "verify_ms": 50.0, "steps": 4}
+    assert profile_delta(None, after) == {"draft_ms": 10.0, "verify_ms": 500.0 / 14, "steps": 14}
+    assert profile_delta(after, after) is None  # no step in the group
+    assert profile_delta(None, {"draft_ms": 1.0, "steps": 32}) is None  # CUDA events: no totals
+
+
+def test_report_gives_step_cost_and_the_phase_table():
+    def group(mode, tokens, steps, wall, profile=None):
+        samples = [
+            {"id": 0, "output_ids": [1] * tokens, "latency": wall, "ttft": 0.1, "completion_tokens": tokens}
+        ]
+        if steps:
+            samples[0]["spec_verify_ct"] = steps
+        return {
+            "mode": mode,
+            "groups": [
+                {
+                    "dataset": "d",
+                    "concurrency": 1,
+                    "wall_seconds": wall,
+                    "samples": samples,
+                    "step_profile": profile,
+                }
+            ],
+        }
+
+    raw = {
+        "temperature": 0,
+        "modes": [
+            group("baseline", 48, 0, 4.0),
+            group("dflash", 48, 24, 8.0, {"step_ms": 300.0, "draft_ms": 50.0, "steps": 24}),
+        ],
+    }
+    rows = {r["mode"]: r for r in summarize(raw)}
+    assert rows["dflash"]["speedup"] == 0.5 and rows["dflash"]["tau"] == 2.0
+    assert rows["dflash"]["step_cost"] == 4.0  # tau 2 at half the throughput: 4 plain steps
+    assert rows["baseline"]["step_cost"] is None
+    table = phase_table(list(rows.values()))
+    assert "| d | 1 | dflash | 2.00 | 0.50 | 4.00 | 24 | 300.0 |" in table
+    assert "baseline" not in table
+    assert step_cost(1.5, float("nan")) is None
