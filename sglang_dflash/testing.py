@@ -56,6 +56,32 @@ def make_tiny_target(family: str = "llama", seed: int = 0, **overrides: Any) -> 
     return model.eval()
 
 
+def save_random_qwen3_target(out_dir: str, tokenizer_dir: str) -> str:
+    """Write a random bf16 Qwen3 target with SmolLM2's vocabulary (4 query heads, 2 K/V heads: a
+    second architecture for the GPU tests, divisible for --tp-size 2) and ``tokenizer_dir``'s tokenizer."""
+    from transformers import AutoTokenizer
+
+    target = make_tiny_target(
+        "qwen3",
+        seed=0,
+        vocab_size=49152,
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=6,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        initializer_range=0.05,
+        eos_token_id=2,
+        bos_token_id=1,
+        pad_token_id=2,
+        tie_word_embeddings=False,
+    )
+    target.to(torch.bfloat16).save_pretrained(out_dir)
+    AutoTokenizer.from_pretrained(tokenizer_dir).save_pretrained(out_dir)
+    return out_dir
+
+
 def init_drafter_weights(model: DFlashDraftModel, seed: int = 0, std: float = 0.1) -> DFlashDraftModel:
     """Normal(0, std) linear weights, unit norms: a random but well-conditioned drafter."""
     gen = torch.Generator().manual_seed(seed)

@@ -22,7 +22,7 @@ from ..checkpoint import published_name
 from ..config import DFlashConfig
 from ..dflash2 import CandidateSelector, GroupedBlockConv, select_drafts
 from ..speculative import BatchSampling, SeededDraws
-from .model import DFlashDrafterForSGLang, DFlashSGLangLayer, add_rms_norm, norm_rope, rms_norm, silu_and_mul
+from .model import DFlashDrafterForSGLang, DFlashSGLangLayer, add_rms_norm
 
 
 class DFlash2SGLangLayer(DFlashSGLangLayer):
@@ -34,26 +34,13 @@ class DFlash2SGLangLayer(DFlashSGLangLayer):
         self.mlp_conv = GroupedBlockConv(config)
 
     def forward(self, positions, hidden, residual, forward_batch, cos_sin, block_size: int):
-        if residual is None:
-            residual, x = hidden, rms_norm(hidden, self.input_layernorm_weight, self.eps)
-        else:
-            x, residual = add_rms_norm(hidden, residual, self.input_layernorm_weight, self.eps)
+        x, residual = self.input_norm(hidden, residual)
         x, after = self.attention_conv.prepare(x, block_size)
-        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-        n = q.shape[0]
-        q = norm_rope(
-            q.reshape(n, self.num_heads, self.head_dim), self.q_norm_weight, positions, cos_sin, self.eps
-        )
-        k = norm_rope(
-            k.reshape(n, self.num_kv_heads, self.head_dim), self.k_norm_weight, positions, cos_sin, self.eps
-        )
-        out = self.attn(q.reshape(n, -1), k.reshape(n, -1), v.contiguous(), forward_batch)
-        hidden = self.attention_conv.finish(self.o_proj(out), after, block_size)
+        hidden = self.attention(positions, x, forward_batch, cos_sin)
+        hidden = self.attention_conv.finish(hidden, after, block_size)
         x, residual = add_rms_norm(hidden, residual, self.post_attention_layernorm_weight, self.eps)
         x, after = self.mlp_conv.prepare(x, block_size)
-        return self.mlp_conv.finish(
-            self.down_proj(silu_and_mul(self.gate_up_proj(x))), after, block_size
-        ), residual
+        return self.mlp_conv.finish(self.mlp(x), after, block_size), residual
 
 
 class DFlash2DrafterForSGLang(DFlashDrafterForSGLang):

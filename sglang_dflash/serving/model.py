@@ -124,10 +124,21 @@ class DFlashSGLangLayer(nn.Module):
         )
 
     def forward(self, positions, hidden, residual, forward_batch, cos_sin):
+        x, residual = self.input_norm(hidden, residual)
+        hidden = self.attention(positions, x, forward_batch, cos_sin)
+        x, residual = add_rms_norm(hidden, residual, self.post_attention_layernorm_weight, self.eps)
+        return self.mlp(x), residual
+
+    def input_norm(
+        self, hidden: torch.Tensor, residual: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(normed input, residual): the first layer's residual is its input."""
         if residual is None:
-            residual, x = hidden, rms_norm(hidden, self.input_layernorm_weight, self.eps)
-        else:
-            x, residual = add_rms_norm(hidden, residual, self.input_layernorm_weight, self.eps)
+            return rms_norm(hidden, self.input_layernorm_weight, self.eps), hidden
+        return add_rms_norm(hidden, residual, self.input_layernorm_weight, self.eps)
+
+    def attention(self, positions, x: torch.Tensor, forward_batch, cos_sin) -> torch.Tensor:
+        """The attention sublayer on normed ``x``, through ``o_proj`` (summed over TP ranks)."""
         q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
         n = q.shape[0]
         q = norm_rope(
@@ -137,9 +148,11 @@ class DFlashSGLangLayer(nn.Module):
             k.reshape(n, self.num_kv_heads, self.head_dim), self.k_norm_weight, positions, cos_sin, self.eps
         )
         out = self.attn(q.reshape(n, -1), k.reshape(n, -1), v.contiguous(), forward_batch)
-        hidden = self.o_proj(out)
-        x, residual = add_rms_norm(hidden, residual, self.post_attention_layernorm_weight, self.eps)
-        return self.down_proj(silu_and_mul(self.gate_up_proj(x))), residual
+        return self.o_proj(out)
+
+    def mlp(self, x: torch.Tensor) -> torch.Tensor:
+        """The gated MLP on normed ``x`` (summed over TP ranks)."""
+        return self.down_proj(silu_and_mul(self.gate_up_proj(x)))
 
 
 class DFlashDrafterForSGLang(nn.Module):

@@ -47,10 +47,7 @@ def workdir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def pairs(workdir):
     """(name, target, drafter, drafter kind) for SmolLM2 and a random Qwen3 target."""
-    import torch
-    from transformers import AutoTokenizer
-
-    from sglang_dflash.testing import make_tiny_target, save_random_drafter
+    from sglang_dflash.testing import save_random_drafter, save_random_qwen3_target
 
     trained = os.path.join(ROOT, "drafters", "smollm2-135m-instruct")
     smol_drafter = (
@@ -58,25 +55,7 @@ def pairs(workdir):
         if os.path.exists(os.path.join(trained, "config.json"))
         else save_random_drafter(SMOLLM2, str(workdir / "smol-drafter"))
     )
-    qwen_dir = workdir / "qwen3-random"
-    qwen = make_tiny_target(
-        "qwen3",
-        seed=0,
-        vocab_size=49152,
-        hidden_size=256,
-        intermediate_size=512,
-        num_hidden_layers=6,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=64,
-        initializer_range=0.05,
-        eos_token_id=2,
-        bos_token_id=1,
-        pad_token_id=2,
-        tie_word_embeddings=False,
-    )
-    qwen.to(torch.bfloat16).save_pretrained(qwen_dir)
-    AutoTokenizer.from_pretrained(SMOLLM2).save_pretrained(qwen_dir)
+    qwen_dir = save_random_qwen3_target(str(workdir / "qwen3-random"), SMOLLM2)
     return [
         ("smollm2", SMOLLM2, smol_drafter, "trained" if smol_drafter == trained else "random"),
         (

@@ -31,31 +31,11 @@ def gpu_count() -> int:
 def pair(tmp_path_factory):
     if gpu_count() < TP:
         pytest.skip(f"needs {TP} GPUs, found {gpu_count()}")
-    import torch
-    from transformers import AutoTokenizer
-
-    from sglang_dflash.testing import make_tiny_target, save_random_drafter
+    from sglang_dflash.testing import save_random_drafter, save_random_qwen3_target
 
     root = tmp_path_factory.mktemp("tp-pair")
-    target = make_tiny_target(
-        "qwen3",
-        seed=0,
-        vocab_size=49152,
-        hidden_size=256,
-        intermediate_size=512,
-        num_hidden_layers=6,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=64,
-        initializer_range=0.05,
-        eos_token_id=2,
-        bos_token_id=1,
-        pad_token_id=2,
-        tie_word_embeddings=False,
-    )
-    target.to(torch.bfloat16).save_pretrained(root / "target")
-    AutoTokenizer.from_pretrained(SMOLLM2).save_pretrained(root / "target")
-    return str(root / "target"), save_random_drafter(str(root / "target"), str(root / "drafter"))
+    target = save_random_qwen3_target(str(root / "target"), SMOLLM2)
+    return target, save_random_drafter(target, str(root / "drafter"))
 
 
 def generate(target: str, prompts: list[list[int]], **engine_kwargs) -> list[dict]:
