@@ -40,12 +40,6 @@ def bad_drafters(target: str, drafter: str, root: str) -> dict[str, str]:
         copy_drafter(drafter, os.path.join(root, "embeddings")),
         lambda s: s.update({"embed_tokens.weight": torch.zeros(64, 32)}),
     )
-    out["sliding draft layers"] = copy_drafter(
-        drafter,
-        os.path.join(root, "sliding"),
-        sliding_window=8,
-        layer_types=["sliding_attention", "full_attention"],
-    )
     out["config.json not an object"] = copy_drafter(drafter, os.path.join(root, "list-config"))
     with open(os.path.join(out["config.json not an object"], "config.json"), "w") as f:
         json.dump(["DFlashDraftModel"], f)
@@ -108,7 +102,6 @@ def test_the_good_pair_passes(outcomes):
         ("target given as drafter", ["architectures", "expected"]),
         ("missing tensor", ["layers.1.mlp.down_proj.weight", "expected"]),
         ("unexpected tensor", ["embed_tokens.weight", "expected"]),
-        ("sliding draft layers", ["layer_types is ", "expected full_attention layers only"]),
     ],
 )
 def test_a_bad_drafter_stops_startup_naming_what_is_wrong(outcomes, scenario, needles):

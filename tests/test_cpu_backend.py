@@ -41,6 +41,8 @@ def whole_sequence_attention(q, k, v, causal, window=-1):
     mask = pos[None, :] <= pos[:, None] if causal else torch.ones(t, t, dtype=torch.bool)
     if window > -1:
         mask &= pos[None, :] >= pos[:, None] - window
+        if not causal:  # a bidirectional window reaches ahead as far as behind
+            mask &= pos[None, :] <= pos[:, None] + window
     out = torch.nn.functional.scaled_dot_product_attention(
         q.transpose(0, 1),
         k.transpose(0, 1),
@@ -54,7 +56,12 @@ def whole_sequence_attention(q, k, v, causal, window=-1):
 
 @pytest.mark.parametrize(
     "attn_type,window",
-    [(AttentionType.DECODER, -1), (AttentionType.ENCODER_ONLY, -1), (AttentionType.DECODER, 5)],
+    [
+        (AttentionType.DECODER, -1),
+        (AttentionType.ENCODER_ONLY, -1),
+        (AttentionType.DECODER, 5),
+        (AttentionType.ENCODER_ONLY, 5),  # a sliding draft layer: only keys near the block
+    ],
 )
 def test_block_attention_equals_attention_over_the_whole_sequence(attn_type, window):
     """Two requests with different prefixes in a shuffled pool: each block row equals the row of
@@ -104,6 +111,18 @@ def test_block_mask_is_causal_inside_the_block_and_honours_a_window():
     windowed = block_attention_mask(prefix_len=3, block_size=2, causal=True, sliding_window=1, device="cpu")
     assert windowed.tolist() == [[False, False, True, True, False], [False, False, False, True, True]]
     assert block_attention_mask(3, 2, causal=False, sliding_window=None, device="cpu") is None
+
+
+def test_a_bidirectional_window_hides_keys_behind_and_ahead_of_each_query():
+    windowed = block_attention_mask(prefix_len=2, block_size=3, causal=False, sliding_window=1, device="cpu")
+    assert windowed.tolist() == [
+        [False, True, True, True, False],
+        [False, False, True, True, True],
+        [False, False, False, True, True],
+    ]
+    # A window that reaches every key is no window: SDPA keeps its fused unmasked kernel.
+    assert block_attention_mask(2, 3, causal=False, sliding_window=4, device="cpu") is None
+    assert block_attention_mask(2, 3, causal=False, sliding_window=3, device="cpu") is not None
 
 
 def cpu_args(**overrides):

@@ -1,6 +1,7 @@
 """The batched CPU block attention (one SDPA call over a padded layout) against one SDPA call per
 request, the way ``block_attention`` ran before: ragged prefixes, verify widths 16, 8, 4 and 1,
-causal (target) and bidirectional (drafter) layers, a sliding window, and pages of one token."""
+causal (target) and bidirectional (drafter) layers, each with and without a sliding window, and pages
+of one token."""
 
 from types import SimpleNamespace
 
@@ -64,7 +65,12 @@ def pool_of(num_rows: int, row_len: int, seed: int):
 @pytest.mark.parametrize("block", [16, 8, 4, 1])
 @pytest.mark.parametrize(
     "attn_type,window",
-    [(AttentionType.DECODER, -1), (AttentionType.ENCODER_ONLY, -1), (AttentionType.DECODER, 6)],
+    [
+        (AttentionType.DECODER, -1),
+        (AttentionType.ENCODER_ONLY, -1),
+        (AttentionType.DECODER, 6),
+        (AttentionType.ENCODER_ONLY, 6),
+    ],
 )
 def test_one_padded_call_equals_one_call_per_request(block, attn_type, window):
     prefix_lens = torch.tensor([3, 29, 0, 17, 29])  # ragged, with an empty prefix and a tie for longest

@@ -23,15 +23,31 @@ from sglang_dflash.serving.inject import ContextInjector
 from sglang_dflash.serving.model import DFlashDrafterForSGLang as SGLangDrafter
 from sglang_dflash.testing import make_tiny_drafter, tiny_target_config
 
+# Draft-layer attention kinds (config.json fields): the published default, and sliding windows small
+# enough to hide part of the test's contexts (9 and 5 tokens), causal (a sliding layer's default)
+# and bidirectional (``is_causal: false``, z-lab's DFlash2 layout).
+LAYER_KINDS = {
+    "full": {},
+    "sliding causal": {"layer_types": ["sliding_attention", "full_attention"], "sliding_window": 4},
+    "sliding bidirectional": {
+        "layer_types": ["sliding_attention", "sliding_attention"],
+        "sliding_window": 3,
+        "is_causal": False,
+    },
+}
 
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory):
+
+def load_pair(tmp_path_factory, **config_fields):
+    """A random reference drafter and our SGLang drafter loaded from the same file, plus the
+    shared embedding and head."""
     from transformers import AutoConfig
 
     target_cfg = tiny_target_config(
         "qwen3", vocab_size=48, hidden_size=32, num_attention_heads=4, num_key_value_heads=2
     )
-    reference = make_tiny_drafter(target_cfg, seed=5, num_layers=2, block_size=4, target_layer_ids=[1, 3, 4])
+    reference = make_tiny_drafter(
+        target_cfg, seed=5, num_layers=2, block_size=4, target_layer_ids=[1, 3, 4], **config_fields
+    )
     path = str(tmp_path_factory.mktemp("drafter"))
     save_drafter(reference, path)
     model = SGLangDrafter(AutoConfig.from_pretrained(path))
@@ -41,6 +57,16 @@ def pair(tmp_path_factory):
     embed, head = torch.randn(48, 32, generator=g), torch.randn(48, 32, generator=g) * 0.3
     model.set_embed_and_head(embed, head)
     return reference, model, embed, head
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    return load_pair(tmp_path_factory)
+
+
+@pytest.fixture(scope="module", params=list(LAYER_KINDS))
+def any_pair(request, tmp_path_factory):
+    return load_pair(tmp_path_factory, **LAYER_KINDS[request.param])
 
 
 def committed_context(reference, lengths, seed=1):
@@ -70,9 +96,10 @@ def test_injected_context_kv_equals_the_reference_context_kv(pair):
 
 @pytest.mark.parametrize("use_triton", [False, True])
 @torch.no_grad()
-def test_block_logits_equal_the_reference(pair, use_triton):
-    """Inject two requests' contexts, run one block each through our SGLang model: same logits."""
-    reference, model, embed, head = pair
+def test_block_logits_equal_the_reference(any_pair, use_triton):
+    """Inject two requests' contexts, run one block each through our SGLang model: same logits,
+    for full, sliding causal and sliding bidirectional draft layers."""
+    reference, model, embed, head = any_pair
     cfg = reference.config
     lengths = [9, 5]
     pool = TorchPool(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim)

@@ -3,6 +3,7 @@ batch filtering/merging, request validation.  (A full step needs SGLang's GPU ke
 GPU tests.)"""
 
 import dataclasses
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -518,3 +519,40 @@ def test_masked_drafts_are_the_default_and_a_bad_switch_value_is_refused(monkeyp
             mask_drafts_setting()
     else:
         assert mask_drafts_setting() is expected
+
+
+SLIDING = {"layer_types": ["sliding_attention", "full_attention"], "sliding_window": 64, "is_causal": False}
+
+
+@pytest.mark.parametrize(
+    "device, context_length, fields, refused",
+    [
+        (
+            "cpu",
+            None,
+            {**SLIDING, "is_causal": None},
+            None,
+        ),  # causal and windowed: our CPU attention masks both
+        ("cpu", 4096, SLIDING, None),
+        ("cuda", 64, SLIDING, None),  # the window covers the whole context: exact without one
+        ("cuda", 65, SLIDING, "--context-length is 65; expected at most the drafter's sliding_window=64"),
+        ("cuda", None, SLIDING, "--context-length is 128; expected at most"),  # the target's own length
+        ("cuda", 64, {**SLIDING, "is_causal": None}, "draft layers [0] is 'causal'; expected bidirectional"),
+        ("cuda", None, {"is_causal": True}, "draft layers [0] is 'causal'"),
+        ("cuda", None, {}, None),
+    ],
+)
+def test_gpu_servers_refuse_draft_attention_their_backends_cannot_mask(
+    device, context_length, fields, refused
+):
+    from sglang_dflash.config import DFlashConfigError
+    from sglang_dflash.serving.validation import check_draft_attention
+
+    target = tiny_target_config("llama", max_position_embeddings=128)
+    config = draft_config_for_target(target, num_layers=2 if "layer_types" in fields else 1, **fields)
+    server_args = SimpleNamespace(device=device, context_length=context_length)
+    if refused is None:
+        check_draft_attention(config, server_args, target)
+    else:
+        with pytest.raises(DFlashConfigError, match=re.escape(refused)):
+            check_draft_attention(config, server_args, target)

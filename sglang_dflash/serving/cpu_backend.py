@@ -10,7 +10,7 @@ worker there; this module fills them, and :mod:`.plugin` installs them as hooks:
 - **Block attention**: ``torch_native`` has no TARGET_VERIFY path.  :func:`block_attention`
   runs one block of ``block_size`` queries per request over [cached prefix ; block]: causal
   inside the block for the target's layers, bidirectional for the drafter's ``ENCODER_ONLY``
-  layers, sliding windows honoured for causal layers.
+  layers, sliding windows honoured in both (behind the query; ahead of it too when bidirectional).
 - **Grammar masks**: SGLang's xgrammar grammars mask logits on CUDA-like devices only and raise
   on CPU tensors; :func:`sglang_dflash.grammar.apply_bitmask_on_cpu` (xgrammar's own CPU kernel)
   masks them, so JSON-schema, regex and EBNF requests run on a CPU server (plain and DFLASH).
@@ -48,6 +48,17 @@ def is_cpu_device(server_args: ServerArgs) -> bool:
     return str(getattr(server_args, "device", "") or "").startswith("cpu")
 
 
+def process_serves_on_cpu() -> bool:
+    """Whether this process's published ServerArgs say ``--device cpu`` (True when none are
+    published, outside a server, where the block attention in use is this module's)."""
+    from sglang.srt.server_args import get_global_server_args
+
+    try:
+        return is_cpu_device(get_global_server_args())
+    except ValueError:  # SGLang's "Global server args is not set yet!"
+        return True
+
+
 # ----------------------------------------------------------------------------- server arguments
 def configure_cpu_server_args(server_args: ServerArgs) -> None:
     """DFLASH settings for a CPU server; raises for what the CPU path does not support."""
@@ -77,20 +88,37 @@ def configure_cpu_server_args(server_args: ServerArgs) -> None:
 
 
 # ----------------------------------------------------------------------------- block attention
+def effective_window(window: int | None, kv_len: int) -> int | None:
+    """``window`` (SGLang's ``sliding_window_size``: keys up to that many positions away) or None
+    when it hides nothing among ``kv_len`` keys."""
+    if window is None or window < 0 or window >= kv_len - 1:
+        return None
+    return window
+
+
+def allowed_keys(
+    query_pos: torch.Tensor, key_pos: torch.Tensor, causal: bool, window: int | None
+) -> torch.Tensor:
+    """Which (query, key) position pairs attend (broadcast shapes); ``window`` already effective."""
+    allowed = key_pos <= query_pos if causal else torch.ones_like(key_pos <= query_pos)
+    if window is not None:
+        allowed &= key_pos >= query_pos - window
+        if not causal:  # a bidirectional window reaches as far ahead as behind
+            allowed &= key_pos <= query_pos + window
+    return allowed
+
+
 def block_attention_mask(
     prefix_len: int, block_size: int, causal: bool, sliding_window: int | None, device: torch.device
 ) -> torch.Tensor | None:
     """Which keys [0, prefix_len + block_size) each block query (at prefix_len + i) may read; None = all."""
-    if not causal:
-        return None
-    if block_size == 1 and (sliding_window is None or sliding_window < 0 or sliding_window >= prefix_len):
-        return None  # one query at the end sees every key: no mask keeps SDPA on its fused kernel
-    query_pos = torch.arange(prefix_len, prefix_len + block_size, device=device)[:, None]
-    key_pos = torch.arange(prefix_len + block_size, device=device)[None, :]
-    allowed = key_pos <= query_pos
-    if sliding_window is not None and sliding_window > -1:
-        allowed &= key_pos >= query_pos - sliding_window
-    return allowed
+    kv_len = prefix_len + block_size
+    window = effective_window(sliding_window, kv_len)
+    if window is None and (not causal or block_size == 1):
+        return None  # every query reads every key: no mask keeps SDPA on its fused kernel
+    query_pos = torch.arange(prefix_len, kv_len, device=device)[:, None]
+    key_pos = torch.arange(kv_len, device=device)[None, :]
+    return allowed_keys(query_pos, key_pos, causal, window)
 
 
 @dataclasses.dataclass
@@ -137,22 +165,18 @@ class BlockLayout:
 
     def _build_mask(self, causal: bool, window: int | None) -> torch.Tensor | None:
         bs, block, device = self.prefix_lens.shape[0], self.block_size, self.slots.device
-        if not causal and not self.ragged:
-            return None  # every query reads every key: no mask keeps SDPA on its fused kernel
-        if causal and block == 1 and not self.ragged and window is None:
-            return None  # one query at the end of every row sees every key
+        window = effective_window(window, self.kv_len)
+        if window is None and not self.ragged and (not causal or block == 1):
+            return None  # every query reads every key of its row: no mask keeps SDPA on its fused kernel
         if bs == 1:  # the single-request layout is the one block_attention_mask has always built
             one = block_attention_mask(int(self.prefix_lens[0]), block, causal, window, device)
             return None if one is None else one[None, None]
         key_pos = torch.arange(self.kv_len, device=device)[None, None, :]  # [1, 1, kv_len]
         query_pos = self.prefix_lens[:, None, None] + torch.arange(block, device=device)[None, :, None]
-        if causal:
-            allowed = key_pos <= query_pos  # [bs, block, kv_len]
-            if window is not None:
-                allowed &= key_pos >= query_pos - window
-        else:
-            allowed = (key_pos < (self.prefix_lens + block)[:, None, None]).expand(bs, block, self.kv_len)
-        return allowed[:, None]
+        allowed = allowed_keys(query_pos, key_pos, causal, window)  # [bs, block, kv_len]
+        if not causal:  # a causal query never reaches its row's padding; a bidirectional one would
+            allowed = allowed & (key_pos < (self.prefix_lens + block)[:, None, None])
+        return allowed.expand(bs, block, self.kv_len)[:, None]
 
 
 def block_attention(

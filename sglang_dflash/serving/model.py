@@ -8,7 +8,9 @@ allocated (same slot indices as the target's pool, shared ``req_to_token``):
   target's hidden states, never by running this model);
 - a forward pass takes one block per request ([bonus token, MASK x (block_size - 1)] at positions
   seq_len .. seq_len + block_size - 1), writes the block's own K/V into the block's slots and attends
-  **bidirectionally** (``AttentionType.ENCODER_ONLY``) over [context ; block];
+  **bidirectionally** (``AttentionType.ENCODER_ONLY``) over [context ; block] (causally where the
+  config says so, and within a sliding window for ``sliding_attention`` layers: CPU only, see
+  :func:`draft_window_size`);
 - the target's embeddings and lm_head are shared (:meth:`set_embed_and_head`).
 
 The math is the reference drafter's (:mod:`sglang_dflash.draft_model`); fused kernels come from
@@ -29,6 +31,7 @@ from ..checkpoint import check_state_dict, published_name
 from ..config import DFlashConfig, config_error
 from ..draft_model import cos_sin_cache
 from ..kernels.norm_rope import norm_rope_torch, norm_rope_triton
+from .cpu_backend import process_serves_on_cpu
 from .tensor_parallel import RowParallelLinear, TPShard, vocab_embedding, vocab_logits
 
 
@@ -75,17 +78,25 @@ def norm_rope(
 
 
 # ----------------------------------------------------------------------------- layers
+def draft_window_size(config: DFlashConfig, layer_id: int) -> int:
+    """SGLang's ``sliding_window_size`` for a draft layer (-1: none).
+
+    The published drafters let a query see keys less than ``sliding_window`` positions away;
+    SGLang's backends keep keys at most ``sliding_window_size`` away, hence the one less.  Only
+    our CPU block attention applies it: a GPU server admits only windows that cover its whole
+    context (``validation.check_draft_attention``), where no window is exact, and the host's GPU
+    backends would look for sliding-window metadata that a full-attention drafter never builds.
+    """
+    if not config.layer_is_sliding(layer_id) or not process_serves_on_cpu():
+        return -1
+    return config.sliding_window - 1
+
+
 class DFlashSGLangLayer(nn.Module):
     """One draft layer; q/k/v and gate/up projections are fused for one GEMM each."""
 
     def __init__(self, config: DFlashConfig, layer_id: int) -> None:
         super().__init__()
-        if config.layer_is_sliding(layer_id):
-            raise config_error(
-                f"layer_types[{layer_id}]",
-                "sliding_attention",
-                "full_attention in the SGLang worker (sliding draft layers run in the reference only)",
-            )
         h, d = config.hidden_size, config.head_dim
         # This rank's heads and MLP rows (everything, on one rank): see .tensor_parallel.
         self.shard = shard = TPShard.current()
@@ -109,7 +120,10 @@ class DFlashSGLangLayer(nn.Module):
             d**-0.5,
             self.num_kv_heads,
             layer_id=layer_id,
-            attn_type=AttentionType.ENCODER_ONLY,
+            sliding_window_size=draft_window_size(config, layer_id),
+            attn_type=AttentionType.DECODER
+            if config.layer_is_causal(layer_id)
+            else AttentionType.ENCODER_ONLY,
             prefix=f"layers.{layer_id}.attn",
         )
 

@@ -174,7 +174,7 @@ def check_server_args(server_args: ServerArgs) -> DFlashConfig:
 
     check_attention_only_target(target, get_linear_attn_config(target))
     check_shapes(config, read_shapes(path))
-    check_full_attention_layers(config)
+    check_draft_attention(config, server_args, target)
     check_tensor_parallel(config, getattr(server_args, "tp_size", 1))
     for flag, value in (
         ("--speculative-dflash-block-size", server_args.speculative_dflash_block_size),
@@ -260,14 +260,32 @@ def take_adaptive_settings(server_args: ServerArgs) -> None:
     server_args.speculative_adaptive = False
 
 
-def check_full_attention_layers(config: DFlashConfig) -> None:
-    """The SGLang worker runs full-attention draft layers only (sliding ones run in the reference)."""
-    if any(config.layer_is_sliding(i) for i in range(config.num_hidden_layers)):
+def check_draft_attention(config: DFlashConfig, server_args: ServerArgs, target: Any) -> None:
+    """Causal and sliding-window draft layers run on ``--device cpu`` (our block attention masks
+    both); on GPUs the host's backends run the block bidirectionally with no window, so there a
+    causal layer is refused, and a window only where it hides nothing: one at least the context
+    length (every key of a request is then less than a window away)."""
+    from .cpu_backend import is_cpu_device
+
+    if is_cpu_device(server_args):
+        return
+    layers = range(config.num_hidden_layers)
+    causal = [i for i in layers if config.layer_is_causal(i)]
+    if causal:
         raise config_error(
-            "layer_types",
-            list(config.layer_types),
-            "full_attention layers only in the SGLang worker (sliding draft layers run in the reference)",
+            f"draft layers {causal}",
+            "causal",
+            "bidirectional block attention on GPUs (causal draft layers run with --device cpu)",
         )
+    if any(config.layer_is_sliding(i) for i in layers):
+        context_len = server_args.context_length or getattr(target, "max_position_embeddings", None)
+        if context_len is None or context_len > config.sliding_window:
+            raise config_error(
+                "--context-length",
+                context_len,
+                f"at most the drafter's sliding_window={config.sliding_window} on GPUs, whose draft "
+                "attention has no window (or serve with --device cpu)",
+            )
 
 
 def check_block_size_flag(flag: str, value: int | None, config: DFlashConfig) -> None:

@@ -16,6 +16,7 @@ import torch
 from cpu_server import SHIPPED_SMOLLM2_DRAFTER
 from serving_checks import dflash_server, mean_tau
 
+from sglang_dflash import SamplingParams
 from sglang_dflash.checkpoint import load_drafter, save_drafter
 from sglang_dflash.dflash2 import dflash2_from_dflash, make_tiny_dflash2_drafter
 
@@ -77,3 +78,51 @@ def test_greedy_output_equals_the_targets_and_sampled_rows_finish(
         assert all(r["meta_info"]["completion_tokens"] >= 1 for r in mixed)
     finally:
         server.shutdown()
+
+
+WINDOW = 32  # far below every chat prompt's length (HumanEval and GSM8K: 100+ tokens)
+
+
+def with_zlab_attention(drafter, window: int):
+    """``drafter`` with z-lab's DFlash2 attention layout: every draft layer ``sliding_attention``
+    with ``window``, ``is_causal: false``."""
+    drafter.config = drafter.config.replace(
+        layer_types=("sliding_attention",) * drafter.config.num_hidden_layers,
+        sliding_window=window,
+        is_causal=False,
+    )
+    return drafter
+
+
+def test_zlab_sliding_layout_serves_with_its_window(smollm2, prompts, smollm2_float32, tmp_path_factory):
+    """z-lab's published DFlash2 layout (bidirectional sliding-window draft layers) is served on CPU:
+    greedy output is the target's, and every request's verify steps are the reference drafter's
+    with the same window, which differ from the same drafter's without it (the window is honoured
+    end to end, not dropped)."""
+    from sglang_dflash.reference import spec_generate
+
+    if not os.path.exists(os.path.join(SHIPPED_SMOLLM2_DRAFTER, "config.json")):
+        pytest.skip("drafters/smollm2-135m-instruct holds no drafter")
+    model, tokenizer = smollm2_float32
+    chosen = prompts[:4]
+    path = str(tmp_path_factory.mktemp("zlab-sliding"))
+    save_drafter(
+        with_zlab_attention(dflash2_from_dflash(load_drafter(SHIPPED_SMOLLM2_DRAFTER)), WINDOW), path
+    )
+    windowed = load_drafter(path).float().eval()
+    sampling = SamplingParams(
+        temperature=0.0, max_new_tokens=NEW_TOKENS, stop_token_ids=(tokenizer.eos_token_id,)
+    )
+    with torch.no_grad():
+        expected = spec_generate(model, windowed, chosen, sampling)
+        layers = windowed.config.num_hidden_layers
+        windowed.config = windowed.config.replace(layer_types=("full_attention",) * layers)
+        full = spec_generate(model, windowed, chosen, sampling)
+    assert full.num_verify_steps != expected.num_verify_steps, "the window should change some drafts"
+    server = dflash_server(smollm2, (path, "z-lab sliding layout"), tmp_path_factory, "dflash2-sliding")
+    try:
+        got = server.generate_many(chosen, GREEDY, concurrency=4)
+    finally:
+        server.shutdown()
+    assert [r["output_ids"] for r in got] == expected.token_ids
+    assert [r["meta_info"]["spec_verify_ct"] for r in got] == expected.num_verify_steps
