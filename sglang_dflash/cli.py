@@ -131,6 +131,8 @@ def _gen_data(args) -> int:
             if args.prompts
             else builtin_prompts(count, args.seed, args.sources or DEFAULT_SOURCES)
         )
+        if args.tokens and not args.prompts:
+            prompts = _store_pool(args.out) or prompts
     except ValueError as e:  # names the bad source or line
         print(f"gen-data: {e}", file=sys.stderr)
         return 2
@@ -167,6 +169,17 @@ def _gen_data(args) -> int:
     count = write_records(records, args.out)
     print(f"wrote {count} records to {args.out}")
     return 0
+
+
+def _store_pool(store_dir: str) -> list[str] | None:
+    """The prompt pool an existing token store keeps, which it grows from (None: a new store, or one
+    written before stores kept their pool)."""
+    from .train.tokens import read_pool
+
+    pool = read_pool(store_dir) if os.path.isdir(store_dir) else None
+    if pool is not None:
+        print(f"gen-data: growing {store_dir} from its own prompt pool ({len(pool)} prompts)", flush=True)
+    return pool
 
 
 def _token_mode_error(args) -> str | None:

@@ -18,8 +18,10 @@ from sglang_dflash.train.tokens import (
     build_features_from_tokens,
     chunk_plan,
     generate_token_store,
+    read_pool,
     stored_prompt_texts,
     weights_sha256,
+    write_pool,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -196,6 +198,35 @@ def test_stored_prompt_texts_check_the_pool_and_every_records_ids(target, tmp_pa
         stored_prompt_texts(store, texts, lambda t: encode(t)[1:])
 
 
+def test_a_store_keeps_its_pool_and_grows_from_it_where_the_recomputed_pool_differs(target, tmp_path):
+    """Another machine's built-in pool can differ (the stdlib is the installed Python's): the store's
+    own pool, kept beside its chunks, is what grows it there."""
+    from sglang_dflash.cli import _store_pool
+
+    texts, ids = _pool(16)
+    first = _generate(target, tmp_path / "s", (texts, ids), num_prompts=8)
+    assert first["records"] == 8 and read_pool(str(tmp_path / "s")) == texts
+    elsewhere = [t + " (this machine)" if i == 12 else t for i, t in enumerate(texts)]
+    with pytest.raises(ValueError, match=r"settings \{'prompt_mix'"):
+        _generate(target, tmp_path / "s", (elsewhere, ids))
+    assert _store_pool(str(tmp_path / "s")) == texts and _store_pool(str(tmp_path / "new")) is None
+    grown = _generate(target, tmp_path / "s", (_store_pool(str(tmp_path / "s")), ids))
+    assert grown["records"] == 16
+    assert sorted(
+        stored_prompt_texts(TokenStore.open(str(tmp_path / "s")), None, dict(zip(texts, ids)).get)
+    ) == sorted(texts)
+
+
+def test_a_pool_file_that_is_not_the_headers_is_refused(target, tmp_path):
+    texts, ids = _pool(8)
+    _generate(target, tmp_path / "s", (texts, ids))
+    write_pool(str(tmp_path / "s"), texts[::-1])
+    with pytest.raises(
+        ValueError, match=r"prompts.json.gz: texts_sha256 is .*; expected .* \(the header's\)"
+    ):
+        read_pool(str(tmp_path / "s"))
+
+
 def test_gen_data_token_flags_are_checked(capsys, tmp_path):
     from sglang_dflash.cli import main as cli_main
 
@@ -218,14 +249,13 @@ def test_committed_token_data_holds_no_evaluation_prompt(name):
     from transformers import AutoTokenizer
 
     from sglang_dflash.smollm2 import ensure_smollm2
-    from sglang_dflash.train.data import builtin_prompts, chat_prompt_ids
+    from sglang_dflash.train.data import chat_prompt_ids
 
     store = TokenStore.open(os.path.join(TOKEN_DATA, name))
     assert len(store.records) >= 32 or name != "default"  # another mix's store may hold its header only
-    mix = store.settings["prompt_mix"]
-    pool = builtin_prompts(None, mix["seed"], mix["sources"])
     tokenizer = AutoTokenizer.from_pretrained(ensure_smollm2())
-    texts = stored_prompt_texts(store, pool, lambda text: chat_prompt_ids(tokenizer, text))
+    # The store's own pool (its digest checked against the header), not one recomputed here.
+    texts = stored_prompt_texts(store, None, lambda text: chat_prompt_ids(tokenizer, text))
     evaluation = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl")) + read_prompts(
         os.path.join(SHARED_DATA, "gsm8k.jsonl")
     )

@@ -188,6 +188,25 @@ def test_builtin_prompts_are_deterministic_varied_and_disjoint_from_evaluation_s
     )  # the check has teeth
 
 
+SENTINEL = object()  # prints as <object object at 0x...>: not Python
+
+
+def test_signatures_with_machine_paths_or_unprintable_defaults_are_left_out():
+    from sglang_dflash.train.data import _stable_signature
+
+    def sep(path, separator="/"):
+        pass
+
+    def interpreter(executable=sys.executable):
+        pass
+
+    def sentinel(value=SENTINEL):
+        pass
+
+    assert _stable_signature(sep) == "(path, separator='/')"
+    assert _stable_signature(interpreter) is None and _stable_signature(sentinel) is None
+
+
 def test_evaluation_shaped_sources_are_opt_in_parse_as_python_and_stay_disjoint():
     from sglang_dflash.train.data import DEFAULT_SOURCES, code_completion_prompts, word_problems
 
@@ -201,6 +220,9 @@ def test_evaluation_shaped_sources_are_opt_in_parse_as_python_and_stay_disjoint(
         "json.dump([b(), b(sources=('code-completions', 'word-problems'))], sys.stdout)"
     )
     assert json.loads(subprocess.check_output([sys.executable, "-c", code])) == [builtin_prompts(), shaped]
+    # Nor a path of this machine (platform.architecture's default is the interpreter's path): the
+    # same pool on every machine, whether Python runs as python or python3.
+    assert not [p for p in builtin_prompts() + shaped if sys.prefix in p or sys.base_prefix + "/" in p]
     code = code_completion_prompts()
     for prompt in code:  # a header and its docstring: valid Python, like a HumanEval prompt
         ast.parse(prompt)

@@ -100,16 +100,23 @@ _MATH_TEMPLATES = (
 
 
 def _stable_signature(fn) -> str | None:
-    """``fn``'s signature as Python source, or None when it has none or prints a default as ``<...>``.
+    """``fn``'s signature as Python source, or None when it has none, prints a default as ``<...>``
+    or has a default that is an absolute path.
 
-    Such defaults (``<class 'dict'>``, sentinels printing their memory address) are not Python,
-    and an address would make the mix, and so which prompts a feature-store chunk holds, differ
-    from process to process.
+    ``<...>`` defaults (``<class 'dict'>``, sentinels printing their memory address) are not Python,
+    and an address would make the mix, and so which prompts a chunk holds, differ from process to
+    process; a path default is the machine's (``platform.architecture(executable=sys.executable)``
+    differs with the interpreter's path, even between ``python`` and ``python3`` of one venv).
     """
     try:
+        parameters = inspect.signature(fn).parameters.values()
         signature = str(inspect.signature(fn))
         ast.parse(f"def f{signature}: pass")
     except (TypeError, ValueError, SyntaxError):
+        return None
+    if any(
+        isinstance(p.default, str) and len(p.default) > 1 and os.path.isabs(p.default) for p in parameters
+    ):
         return None
     return signature
 

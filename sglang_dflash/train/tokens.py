@@ -12,6 +12,9 @@ A token store is a directory:
   prompt pool's description and digests, the generation settings, the chunk layout), ``created``,
   and a ``summary`` (chunks, records, tokens; rewritten after each chunk, informational: the chunk
   files are what a reader trusts);
+- ``prompts.json.gz``: the prompt pool itself (texts, in pool order; its digest is the header's).
+  A store grows from its own pool, never from a recomputed one: the built-in sources read the
+  installed Python's stdlib, which differs between machines and Python builds;
 - ``chunk-NNNNN.safetensors``: one generation batch, ``tokens`` [n] (uint16 when the vocabulary
   fits, else int32) holding the records back to back, ``offsets`` [R + 1] int32 (record r is
   ``tokens[offsets[r]:offsets[r + 1]]``), ``loss_starts`` [R] int32 (the prompt's length: the
@@ -28,6 +31,7 @@ store at any moment and can be committed while generation runs.
 from __future__ import annotations
 
 import glob
+import gzip
 import hashlib
 import json
 import os
@@ -52,6 +56,7 @@ from .features import (
 )
 
 HEADER = "header.json"
+POOL = "prompts.json.gz"
 FORMAT = "sglang-dflash token store 1"
 WINDOW_CHUNKS = 8
 _CHUNK = re.compile(r"chunk-(\d{5})\.safetensors")
@@ -171,6 +176,32 @@ def _write_header(store_dir: str, header: dict) -> None:
     write_atomic(os.path.join(store_dir, HEADER), lambda f: f.write(json.dumps(header, indent=2).encode()))
 
 
+def write_pool(store_dir: str, prompts: Sequence[str]) -> None:
+    """Keep the prompt pool in the store (gzip without a timestamp: the same pool, the same bytes)."""
+
+    def dump(f) -> None:
+        with gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as gz:
+            gz.write(json.dumps(list(prompts), ensure_ascii=False).encode())
+
+    write_atomic(os.path.join(store_dir, POOL), dump)
+
+
+def read_pool(store_dir: str) -> list[str] | None:
+    """The store's own prompt pool, checked against its header's digest; None for a store without one
+    (written before stores kept their pool)."""
+    path = os.path.join(store_dir, POOL)
+    if not os.path.exists(path):
+        return None
+    with gzip.open(path, "rb") as f:
+        pool = json.loads(f.read().decode())
+    expected = _read_header(store_dir)["settings"]["prompt_mix"]["texts_sha256"]
+    if json_sha256(pool) != expected:
+        raise ValueError(
+            f"{path}: texts_sha256 is {json_sha256(pool)[:12]}...; expected {expected[:12]}... (the header's)"
+        )
+    return pool
+
+
 def open_for_writing(store_dir: str, settings: dict) -> dict:
     """The store's header, created with ``settings`` or checked against them (a resumed or grown store)."""
     if os.path.exists(os.path.join(store_dir, HEADER)):
@@ -239,10 +270,11 @@ def generate_token_store(
 
     ``prompts`` are the pool's texts and ``prompt_ids`` their token ids as the target reads them;
     ``mix`` describes where the pool comes from (sources or file, seed).  The pool's size and the
-    digests of its texts and ids join the store's settings.  ``num_prompts`` (default: the whole pool) counts
-    prompts in whole chunks from the first.  With ``max_minutes`` no new chunk starts after that
-    many minutes.  ``shard=(i, n)`` generates only chunks ``c`` with ``c % n == i`` (n processes fill
-    one store side by side).
+    digests of its texts and ids join the store's settings, and the pool itself is kept in the store
+    (:func:`read_pool`: pass it back to grow the store on another machine).  ``num_prompts``
+    (default: the whole pool) counts prompts in whole chunks from the first.  With ``max_minutes``
+    no new chunk starts after that many minutes.  ``shard=(i, n)`` generates only chunks ``c`` with
+    ``c % n == i`` (n processes fill one store side by side).
     """
     index, count = shard
     if not 0 <= index < count:
@@ -277,6 +309,8 @@ def generate_token_store(
         },
     }
     header = open_for_writing(store_dir, settings)
+    if not os.path.exists(os.path.join(store_dir, POOL)):  # a new store, or one from before pools were kept
+        write_pool(store_dir, prompts)
     _remove_stale_temporaries(store_dir)
     plan = chunk_plan(prompt_ids, chunk_size, WINDOW_CHUNKS)
     wanted = len(plan) if num_prompts is None else -(-num_prompts // chunk_size)
@@ -333,13 +367,18 @@ class TokenStore:
 
 
 def stored_prompt_texts(
-    store: TokenStore, pool: Sequence[str], encode: Callable[[str], list[int]]
+    store: TokenStore, pool: Sequence[str] | None, encode: Callable[[str], list[int]]
 ) -> list[str]:
     """The text of every record's prompt, after checking that the store holds exactly what ``pool`` gives.
 
-    ``pool`` must match the store's prompt digest, and each record's prompt ids must equal
-    ``encode(pool[prompt_index])``: the texts returned are then the prompts the target answered.
+    ``pool`` (None: the store's own, :func:`read_pool`) must match the store's prompt digest, and
+    each record's prompt ids must equal ``encode(pool[prompt_index])``: the texts returned are then
+    the prompts the target answered.
     """
+    if pool is None:
+        pool = read_pool(store.path)
+        if pool is None:
+            raise ValueError(f"{os.path.join(store.path, POOL)} is missing; expected the store's prompt pool")
     mix = store.settings["prompt_mix"]
     if len(pool) != mix["prompts"] or json_sha256(list(pool)) != mix["texts_sha256"]:
         raise ValueError(
