@@ -311,15 +311,11 @@ def dflash2_config_for_target(
 def init_dflash2_weights(model: DFlash2DraftModel, seed: int = 0, std: float = 0.1) -> DFlash2DraftModel:
     """Random but well-conditioned: Normal(0, std) matrices, unit norms, and convolutions near identity
     (base kernel 1 at tap 0, ``std`` elsewhere) so a random drafter's signal survives its layers."""
-    gen = torch.Generator().manual_seed(seed)
+    from .testing import init_drafter_weights
+
+    init_drafter_weights(model, seed, std)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if name.endswith("norm.weight"):
-                p.fill_(1.0)
-            elif name.endswith(".bias"):
-                p.zero_()
-            else:
-                p.copy_(torch.randn(p.shape, generator=gen) * std)
             if name.endswith("base_kernel"):
                 p[:, 0] += 1.0
     return model

@@ -82,8 +82,9 @@ def save_random_qwen3_target(out_dir: str, tokenizer_dir: str) -> str:
     return out_dir
 
 
-def init_drafter_weights(model: DFlashDraftModel, seed: int = 0, std: float = 0.1) -> DFlashDraftModel:
-    """Normal(0, std) linear weights, unit norms: a random but well-conditioned drafter."""
+def init_drafter_weights(model: nn.Module, seed: int = 0, std: float = 0.1) -> nn.Module:
+    """Normal(0, std) linear weights, unit norms: a random but well-conditioned drafter (DFlash or,
+    before its convolutions are set near identity, DFlash2)."""
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():

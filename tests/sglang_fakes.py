@@ -1,10 +1,26 @@
 """Stand-ins for the GPU-only parts of SGLang that our drafter touches (KV pool, attention backend)."""
 
+from types import SimpleNamespace
+
 import torch
 
 from sglang_dflash.serving.cpu_backend import block_attention
 
 POOL_SIZE = 64
+
+
+def radix_layer(heads: int, kv_heads: int, dim: int, attn_type, window: int = -1) -> SimpleNamespace:
+    """The attributes of a RadixAttention layer that the block attention reads."""
+    return SimpleNamespace(
+        tp_q_head_num=heads,
+        tp_k_head_num=kv_heads,
+        qk_head_dim=dim,
+        v_head_dim=dim,
+        scaling=dim**-0.5,
+        attn_type=attn_type,
+        is_cross_attention=False,
+        sliding_window_size=window,
+    )
 
 
 class TorchPool:

@@ -9,6 +9,7 @@ import pytest
 import scenarios
 import torch
 from cpu_server import cpu_environment
+from sglang_fakes import radix_layer
 
 from sglang_dflash.config import DFlashConfigError
 from sglang_dflash.serving.cpu_backend import block_attention, block_attention_mask, configure_cpu_server_args
@@ -22,16 +23,7 @@ HEADS, KV_HEADS, DIM, BLOCK = 4, 2, 8, 4
 
 
 def layer(attn_type=AttentionType.DECODER, window=-1):
-    return SimpleNamespace(
-        tp_q_head_num=HEADS,
-        tp_k_head_num=KV_HEADS,
-        qk_head_dim=DIM,
-        v_head_dim=DIM,
-        scaling=DIM**-0.5,
-        attn_type=attn_type,
-        is_cross_attention=False,
-        sliding_window_size=window,
-    )
+    return radix_layer(HEADS, KV_HEADS, DIM, attn_type, window)
 
 
 def whole_sequence_attention(q, k, v, causal, window=-1):

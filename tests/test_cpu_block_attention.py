@@ -3,11 +3,10 @@ request, the way ``block_attention`` ran before: ragged prefixes, verify widths 
 causal (target) and bidirectional (drafter) layers, each with and without a sliding window, and pages
 of one token."""
 
-from types import SimpleNamespace
-
 import pytest
 import torch
 import torch.nn.functional as F
+from sglang_fakes import radix_layer
 
 from sglang_dflash.serving.cpu_backend import BlockLayout, block_attention, block_attention_mask
 
@@ -20,16 +19,7 @@ HEADS, KV_HEADS, DIM = 6, 2, 8
 
 
 def layer(attn_type=AttentionType.DECODER, window=-1):
-    return SimpleNamespace(
-        tp_q_head_num=HEADS,
-        tp_k_head_num=KV_HEADS,
-        qk_head_dim=DIM,
-        v_head_dim=DIM,
-        scaling=DIM**-0.5,
-        attn_type=attn_type,
-        is_cross_attention=False,
-        sliding_window_size=window,
-    )
+    return radix_layer(HEADS, KV_HEADS, DIM, attn_type, window)
 
 
 def per_request_attention(q, lay, key_buffer, value_buffer, req_to_token, pool_rows, prefix_lens, block):

@@ -7,29 +7,22 @@ with a DFlash2 drafter whose proposal is sparse (3 candidates of a 6-token vocab
 dense proposal instead of the realised sparse one is detected (p < 1e-6).
 """
 
+import functools
 import os
 
 import pytest
 import torch
 from stats import chi_square_pvalue
-from test_reference import PROMPTS, plain_greedy
+from test_reference import PROMPTS, make_pair, plain_greedy
 from test_sampling_lossless import SETTINGS, exact_distribution, sampled_counts
 
 import sglang_dflash.dflash2 as dflash2
 from sglang_dflash import SamplingParams, load_drafter, spec_generate
 from sglang_dflash.dflash2 import DFlash2DraftModel, dflash2_from_dflash, make_tiny_dflash2_drafter
 from sglang_dflash.smollm2 import IM_END_ID
-from sglang_dflash.testing import arrange_oracle, make_tiny_drafter, make_tiny_target
+from sglang_dflash.testing import make_tiny_drafter, make_tiny_target
 
-
-def make_dflash2_pair(family: str, block_size: int, kind: str, seed: int = 0):
-    target = make_tiny_target(family, seed=seed)
-    drafter = make_tiny_dflash2_drafter(target.config, seed=seed + 1, num_layers=2, block_size=block_size)
-    if kind == "oracle":
-        arrange_oracle(target, drafter, token_id=7, strength=100.0)
-    elif kind == "partial-oracle":
-        arrange_oracle(target, drafter, token_id=7, strength=4.0)
-    return target, drafter
+make_dflash2_pair = functools.partial(make_pair, make_drafter=make_tiny_dflash2_drafter)
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen3"])

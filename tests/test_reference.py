@@ -25,9 +25,11 @@ def plain_greedy(target, prompts, max_new_tokens, stop_token_ids=()):
     return outputs
 
 
-def make_pair(family, block_size, kind, seed=0):
+def make_pair(family, block_size, kind, seed=0, make_drafter=make_tiny_drafter):
+    """A tiny target and a 2-layer drafter for it: random, an oracle (drafts every token right), or
+    a partial oracle (some drafts right); ``make_drafter`` picks the generation."""
     target = make_tiny_target(family, seed=seed)
-    drafter = make_tiny_drafter(target.config, seed=seed + 1, num_layers=2, block_size=block_size)
+    drafter = make_drafter(target.config, seed=seed + 1, num_layers=2, block_size=block_size)
     if kind == "oracle":
         arrange_oracle(target, drafter, token_id=7, strength=100.0)
     elif kind == "partial-oracle":

@@ -48,7 +48,8 @@ def summarize(raw: dict) -> list[dict]:
     return rows
 
 
-# The worker's step phases (``SGLANG_DFLASH_PROFILE``); CUDA events time the first three only.
+# The worker's step phases (``SGLANG_DFLASH_PROFILE``, ``worker.WallClockProfiler``, in this order);
+# CUDA events time draft, verify and accept_inject only.
 PHASE_NAMES = (
     "step_ms",
     "host_ms",

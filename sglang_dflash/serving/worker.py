@@ -45,6 +45,7 @@ from sglang.srt.speculative.base_spec_worker import BaseSpecWorker
 
 from .. import speculative as spec
 from ..adaptive import ADAPTIVE_ATTR, AdaptiveConfig, VerifyWidthPolicy
+from ..bench.report import PHASE_NAMES
 from ..config import DFlashConfig
 from ..grammar import BlockGrammar
 from .inject import ContextInjector
@@ -284,17 +285,7 @@ class WallClockProfiler(_NoProfiler):
     "totals_ms": {...}}``.
     """
 
-    PHASES = (
-        "step_ms",
-        "host_ms",
-        "prepare_ms",
-        "draft_ms",
-        "verify_ms",
-        "accept_inject_ms",
-        "accept_ms",
-        "publish_ms",
-        "inject_ms",
-    )
+    PHASES = PHASE_NAMES  # the columns the bench report reads back
 
     def __init__(self, path: str, clock: Callable[[], float] = time.perf_counter) -> None:
         self.path, self.clock, self.steps = path, clock, 0
