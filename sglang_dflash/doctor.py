@@ -52,6 +52,17 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+def describe_draft_layers(config) -> str:
+    """``2 layers: full_attention x2, bidirectional``; sliding layers name their window."""
+    layers = range(config.num_hidden_layers)
+    types = [config.layer_types[i] for i in layers]
+    counts = ", ".join(f"{t} x{types.count(t)}" for t in dict.fromkeys(types))
+    window = f" (window {config.sliding_window})" if "sliding_attention" in types else ""
+    causal = [i for i in layers if config.layer_is_causal(i)]
+    attention = f"causal in layers {causal}" if causal else "bidirectional"
+    return f"{config.num_hidden_layers} layers: {counts}{window}, {attention}"
+
+
 def device_description() -> str:
     """``CUDA (<name>, <n> GPUs)`` when torch sees a GPU, else ``CPU (<n> cores)``."""
     import torch
@@ -198,9 +209,14 @@ def pair_verdicts(
         return f"{len(shapes)} tensors, every shape matches config.json (headers only)"
 
     def draft_layers() -> str:
+        import torch
+
         config = need("drafter config")
-        validation.check_full_attention_layers(config)
-        return f"{config.num_hidden_layers} full-attention layers"
+        # As a server on this machine's device would check them (GPU backends have no draft window).
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        server_args = SimpleNamespace(device=device, context_length=None)
+        validation.check_draft_attention(config, server_args, need("target config"))
+        return describe_draft_layers(config)
 
     def block_size() -> str:
         config = need("drafter config")

@@ -159,3 +159,24 @@ def test_the_text_report_marks_each_check_and_counts_failures():
     assert "[FAIL] block size: --speculative-num-draft-tokens=8 ..." in text
     assert "torch       not installed" in text
     assert text.endswith("1 check(s) failed")
+
+
+def test_draft_layers_are_described_with_their_types_window_and_block_attention():
+    from sglang_dflash.config import draft_config_for_target
+    from sglang_dflash.doctor import describe_draft_layers
+    from sglang_dflash.testing import tiny_target_config
+
+    target = tiny_target_config("llama")
+    assert describe_draft_layers(draft_config_for_target(target, num_layers=2)) == (
+        "2 layers: full_attention x2, bidirectional"
+    )
+    zlab = draft_config_for_target(
+        target, num_layers=2, layer_types=["sliding_attention"] * 2, sliding_window=2048, is_causal=False
+    )
+    assert describe_draft_layers(zlab) == "2 layers: sliding_attention x2 (window 2048), bidirectional"
+    mixed = draft_config_for_target(
+        target, num_layers=2, layer_types=["sliding_attention", "full_attention"], sliding_window=8
+    )
+    assert describe_draft_layers(mixed) == (
+        "2 layers: sliding_attention x1, full_attention x1 (window 8), causal in layers [0]"
+    )

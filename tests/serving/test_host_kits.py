@@ -289,14 +289,14 @@ class TestEBNFConstrainedKit(KitCase, EBNFConstrainedMixin):
     test_ebnf_generate_all_optional_function_params = excluded(NO_REQUIRED_SPACE)(
         EBNFConstrainedMixin.test_ebnf_generate_all_optional_function_params
     )
+    test_ebnf_generate_complex_json = excluded(
+        "sampled (n=3, temperature 0.5) under a grammar that allows any key order and subset, checked "
+        "against a regex that wants name, age, city in that order: measured 2026-11-25, 5 of 30 plain "
+        "samples and 6 of 30 DFLASH samples miss it, so the test fails about 4 runs in 10 either way"
+    )(EBNFConstrainedMixin.test_ebnf_generate_complex_json)
 
 
-kit_defaults(
-    TestEBNFConstrainedKit,
-    "test_ebnf_generate_complex_json",
-    "test_ebnf_generate_date",
-    "test_ebnf_generate_email",
-)
+kit_defaults(TestEBNFConstrainedKit, "test_ebnf_generate_date", "test_ebnf_generate_email")
 
 
 class TestBasicAPIContractKit(KitCase, BasicAPIContractMixin):
