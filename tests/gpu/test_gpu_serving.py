@@ -46,7 +46,9 @@ def workdir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def pairs(workdir):
-    """(name, target, drafter, drafter kind) for SmolLM2 and a random Qwen3 target."""
+    """(name, target, drafter, drafter kind) for SmolLM2 and a random Qwen3 target, and SmolLM2 with
+    its drafter as DFlash2 in z-lab's layout (sliding bidirectional layers; the window covers the
+    whole context, the only way a GPU server admits them)."""
     from sglang_dflash.testing import save_random_drafter, save_random_qwen3_target
 
     trained = os.path.join(ROOT, "drafters", "smollm2-135m-instruct")
@@ -64,7 +66,31 @@ def pairs(workdir):
             save_random_drafter(str(qwen_dir), str(workdir / "qwen-drafter")),
             "random",
         ),
+        (
+            "smollm2-dflash2",
+            SMOLLM2,
+            save_zlab_dflash2(smol_drafter, str(workdir / "smol-dflash2")),
+            "DFlash2",
+        ),
     ]
+
+
+def save_zlab_dflash2(drafter_dir: str, out_dir: str) -> str:
+    """``drafter_dir`` converted to DFlash2 (same greedy drafts) with every layer sliding and
+    bidirectional, the window as long as the drafter's context."""
+    import torch
+
+    from sglang_dflash.checkpoint import load_drafter, save_drafter
+    from sglang_dflash.dflash2 import dflash2_from_dflash
+
+    converted = dflash2_from_dflash(load_drafter(drafter_dir))
+    converted.config = converted.config.replace(
+        layer_types=("sliding_attention",) * converted.config.num_hidden_layers,
+        sliding_window=converted.config.max_position_embeddings,
+        is_causal=False,
+    )
+    save_drafter(converted, out_dir, dtype=torch.bfloat16)
+    return out_dir
 
 
 @pytest.fixture(scope="session")
@@ -106,7 +132,7 @@ def engine_results(pairs, workdir):
     return results
 
 
-@pytest.mark.parametrize("name", ["smollm2", "qwen3-random"])
+@pytest.mark.parametrize("name", ["smollm2", "qwen3-random", "smollm2-dflash2"])
 @pytest.mark.parametrize("concurrency", CONCURRENCY)
 def test_dflash_is_lossless_teacher_forced(engine_results, name, concurrency):
     from sglang_dflash.bench.metrics import agreement_with_baseline, mean_tau
