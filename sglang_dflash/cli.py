@@ -176,7 +176,7 @@ def _store_pool(store_dir: str) -> list[str] | None:
     written before stores kept their pool)."""
     from .train.tokens import read_pool
 
-    pool = read_pool(store_dir) if os.path.isdir(store_dir) else None
+    pool = read_pool(store_dir)
     if pool is not None:
         print(f"gen-data: growing {store_dir} from its own prompt pool ({len(pool)} prompts)", flush=True)
     return pool

@@ -82,6 +82,17 @@ def save_random_qwen3_target(out_dir: str, tokenizer_dir: str) -> str:
     return out_dir
 
 
+def with_zlab_attention(drafter: nn.Module, window: int) -> nn.Module:
+    """``drafter`` with z-lab's published DFlash2 attention layout: every draft layer
+    ``sliding_attention`` with ``window``, ``is_causal: false`` (the weights are unchanged)."""
+    drafter.config = drafter.config.replace(
+        layer_types=("sliding_attention",) * drafter.config.num_hidden_layers,
+        sliding_window=window,
+        is_causal=False,
+    )
+    return drafter
+
+
 def init_drafter_weights(model: nn.Module, seed: int = 0, std: float = 0.1) -> nn.Module:
     """Normal(0, std) linear weights, unit norms: a random but well-conditioned drafter (DFlash or,
     before its convolutions are set near identity, DFlash2)."""

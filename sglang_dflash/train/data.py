@@ -109,13 +109,14 @@ def _stable_signature(fn) -> str | None:
     differs with the interpreter's path, even between ``python`` and ``python3`` of one venv).
     """
     try:
-        parameters = inspect.signature(fn).parameters.values()
-        signature = str(inspect.signature(fn))
+        parameters = inspect.signature(fn)
+        signature = str(parameters)
         ast.parse(f"def f{signature}: pass")
     except (TypeError, ValueError, SyntaxError):
         return None
     if any(
-        isinstance(p.default, str) and len(p.default) > 1 and os.path.isabs(p.default) for p in parameters
+        isinstance(p.default, str) and len(p.default) > 1 and os.path.isabs(p.default)
+        for p in parameters.parameters.values()
     ):
         return None
     return signature

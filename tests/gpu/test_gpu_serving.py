@@ -82,14 +82,14 @@ def save_zlab_dflash2(drafter_dir: str, out_dir: str) -> str:
 
     from sglang_dflash.checkpoint import load_drafter, save_drafter
     from sglang_dflash.dflash2 import dflash2_from_dflash
+    from sglang_dflash.testing import with_zlab_attention
 
     converted = dflash2_from_dflash(load_drafter(drafter_dir))
-    converted.config = converted.config.replace(
-        layer_types=("sliding_attention",) * converted.config.num_hidden_layers,
-        sliding_window=converted.config.max_position_embeddings,
-        is_causal=False,
+    save_drafter(
+        with_zlab_attention(converted, converted.config.max_position_embeddings),
+        out_dir,
+        dtype=torch.bfloat16,
     )
-    save_drafter(converted, out_dir, dtype=torch.bfloat16)
     return out_dir
 
 

@@ -19,6 +19,7 @@ from serving_checks import dflash_server, mean_tau
 from sglang_dflash import SamplingParams
 from sglang_dflash.checkpoint import load_drafter, save_drafter
 from sglang_dflash.dflash2 import dflash2_from_dflash, make_tiny_dflash2_drafter
+from sglang_dflash.testing import with_zlab_attention
 
 pytestmark = pytest.mark.slow
 NEW_TOKENS = 32
@@ -81,17 +82,6 @@ def test_greedy_output_equals_the_targets_and_sampled_rows_finish(
 
 
 WINDOW = 32  # far below every chat prompt's length (HumanEval and GSM8K: 100+ tokens)
-
-
-def with_zlab_attention(drafter, window: int):
-    """``drafter`` with z-lab's DFlash2 attention layout: every draft layer ``sliding_attention``
-    with ``window``, ``is_causal: false``."""
-    drafter.config = drafter.config.replace(
-        layer_types=("sliding_attention",) * drafter.config.num_hidden_layers,
-        sliding_window=window,
-        is_causal=False,
-    )
-    return drafter
 
 
 def test_zlab_sliding_layout_serves_with_its_window(smollm2, prompts, smollm2_float32, tmp_path_factory):
