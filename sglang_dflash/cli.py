@@ -8,6 +8,7 @@ sglang-dflash eval-tau --target T --drafter D --prompts humaneval.jsonl
 sglang-dflash bench --model T --drafter D --datasets a.jsonl b.jsonl --out DIR
 sglang-dflash bench-report DIR/results.json --out DIR
 sglang-dflash doctor [--target T --drafter D]          versions, plugin, device, startup checks
+sglang-dflash token-map --target T --tokens STORE... --out map.pt   a hot draft vocabulary
 """
 
 from __future__ import annotations
@@ -516,6 +517,37 @@ def _doctor(args) -> int:
     return doctor_main(args.target, args.drafter, args.num_draft_tokens, args.json)
 
 
+def _add_token_map(sub) -> None:
+    p = sub.add_parser(
+        "token-map",
+        help="a hot draft vocabulary for --speculative-token-map from self-distilled token stores",
+    )
+    p.add_argument("--target", required=True, help="HF path of the target model (its vocabulary size)")
+    p.add_argument("--tokens", nargs="+", required=True, help="token-store directories (gen-data --tokens)")
+    p.add_argument("--out", required=True, help="the torch file to write (SGLang's token-map format)")
+    p.add_argument("--size", type=int, default=8192, help="token ids in the map (default 8192)")
+    p.set_defaults(func=_token_map)
+
+
+def _token_map(args) -> int:
+    from .token_map import coverage, hot_token_ids, response_token_counts, target_vocab_size, write_token_map
+
+    vocab_size = target_vocab_size(args.target)
+    counts = response_token_counts(args.tokens, vocab_size)
+    ids = hot_token_ids(counts, args.size)
+    write_token_map(ids, args.out)
+    summary = {
+        "out": args.out,
+        "size": int(ids.numel()),
+        "vocab_size": vocab_size,
+        "response_tokens": int(counts.sum()),
+        "distinct_tokens": int((counts > 0).sum()),
+        "coverage": round(coverage(counts, ids), 6),
+    }
+    print(json.dumps(summary))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sglang-dflash", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -532,6 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.choices["eval-tau"].set_defaults(func=_eval_tau)
     _add_bench(sub)
     _add_doctor(sub)
+    _add_token_map(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

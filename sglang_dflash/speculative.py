@@ -34,7 +34,7 @@ size; shapes are written ``[bs, block_size, V]``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -562,6 +562,41 @@ def greedy_accept(drafts: torch.Tensor, target_logits: torch.Tensor) -> tuple[to
     matches = (drafts == target_tokens[:, :-1]).to(torch.long)
     num_correct_drafts = matches.cumprod(dim=1).sum(dim=1)
     return num_correct_drafts, target_tokens
+
+
+# Block columns greedy_accept_by_columns asks for one at a time before asking for all the rest.
+SINGLE_COLUMNS = 2
+
+
+def greedy_accept_by_columns(
+    drafts: torch.Tensor, column_argmax: Callable[[torch.Tensor, int, int], torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`greedy_accept` asking for the target's argmax a few block columns at a time.
+
+    ``column_argmax(requests, start, stop)`` -> the target's argmax [len(requests), stop - start]
+    after block positions ``start .. stop - 1`` for those requests.  Columns 0 and 1 are asked one
+    at a time, then every remaining column at once, each time only for the requests still
+    accepting: a step computes about one logits row per committed token instead of the block width
+    per request, in at most three lm_head passes (each pass reads the whole lm_head, which a CPU
+    step cannot afford once per column).  Same ``num_correct_drafts`` and committed tokens as
+    :func:`greedy_accept`; ``emitted`` entries past a request's committed ones are 0.
+    """
+    bs, num_drafts = drafts.shape
+    width = num_drafts + 1
+    emitted = torch.zeros((bs, width), dtype=torch.long, device=drafts.device)
+    live = torch.arange(bs, device=drafts.device)
+    start = 0
+    while start < width and live.numel():
+        stop = start + 1 if start < SINGLE_COLUMNS else width
+        tokens = column_argmax(live, start, stop)
+        emitted[live, start:stop] = tokens
+        if stop == width:
+            break
+        live = live[tokens[:, -1] == drafts[live, start]]
+        start = stop
+    # The longest prefix of drafts equal to the target's argmax (0 where a column was never asked).
+    matches = (drafts == emitted[:, :num_drafts]).to(torch.long)
+    return matches.cumprod(dim=1).sum(dim=1), emitted
 
 
 def speculative_sampling_accept(

@@ -27,6 +27,8 @@ ROOT = os.path.dirname(TESTS)
 CPU_HOST = os.path.join(TESTS, "cpu_host")
 DATA_DIRS = [os.environ.get("DFLASH_DATA", ""), os.path.join(ROOT, "..", "shared", "data")]
 SHIPPED_SMOLLM2_DRAFTER = os.path.join(ROOT, "drafters", "smollm2-135m-instruct")
+# The shipped hot draft vocabulary (--speculative-token-map), built from the committed token stores.
+SHIPPED_SMOLLM2_TOKEN_MAP = os.path.join(SHIPPED_SMOLLM2_DRAFTER, "token-map-8192.pt")
 
 CPU_FLAGS = (
     "--device",

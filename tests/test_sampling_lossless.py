@@ -108,3 +108,38 @@ def test_removing_the_residual_step_is_detected(pair, monkeypatch, per_request_s
     monkeypatch.setattr(speculative, "residual_distribution", lambda p, q: p)
     counts, _ = sampled_counts(target, drafter, params, seed=0, per_request_seeds=per_request_seeds)
     assert chi_square_pvalue(counts, exact_distribution(target, params)) < 1e-6
+
+
+# Token ids a hot draft vocabulary keeps (``--speculative-token-map``): the drafter's other logits are
+# -inf, as DFlashDrafterForSGLang.logits computes them under a map.
+HOT = [1, 2, 4]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["temperature 1", "temperature 1, frequency 1.5, repetition 1.3", "temperature 0.7, top-k 4, top-p 0.9"],
+)
+def test_drafting_from_a_hot_vocabulary_keeps_the_target_distribution(pair, monkeypatch, name):
+    """A draft distribution that is zero outside the map is still a valid proposal: the residual
+    step gives the tokens it never drafts their target probability."""
+    import sglang_dflash.reference as reference
+
+    target, drafter = pair
+    params = SETTINGS[name]
+    cold = torch.ones(VOCAB, dtype=torch.bool)
+    cold[HOT] = False
+    drafted = []
+
+    def hot_drafts(draft_logits, *args, **kwargs):
+        drafts, probs = speculative.draft_tokens(
+            draft_logits.masked_fill(cold, float("-inf")), *args, **kwargs
+        )
+        drafted.append(drafts)
+        return drafts, probs
+
+    monkeypatch.setattr(reference, "draft_tokens", hot_drafts)
+    counts, result = sampled_counts(target, drafter, params, seed=0)
+    assert set(torch.cat([d.flatten() for d in drafted]).tolist()) <= set(HOT)
+    assert any(a > 1 for row in result.accept_lens for a in row), "drafts must sometimes be accepted"
+    assert counts.view(VOCAB, -1).sum(1)[cold].sum() > 0, "tokens outside the map are still generated"
+    assert chi_square_pvalue(counts, exact_distribution(target, params)) > 1e-3

@@ -164,3 +164,32 @@ def test_load_weights_skips_rope_buffers(pair):
     state = {**reference.state_dict(), "layers.0.self_attn.rotary_emb.inv_freq": torch.ones(4)}
     model.load_weights(state.items())
     assert torch.equal(model.fc.weight, reference.fc.weight)
+
+
+def test_a_hot_vocabulary_computes_its_rows_only_and_leaves_every_other_token_undraftable(pair):
+    """``--speculative-token-map``: the map's logits equal the full head's, every other one is -inf
+    (no sampler or argmax drafts it), a grammar-masked pass can still ask for the whole vocabulary,
+    and dropping the map restores the full head."""
+    _, model, _, head = pair
+    hidden = torch.randn(5, head.shape[1], generator=torch.Generator().manual_seed(3))
+    full = model.logits(hidden)
+    hot = torch.tensor([3, 7, 20, 41])
+    cold = torch.ones(full.shape[1], dtype=torch.bool)
+    cold[hot] = False
+    original = head.clone()
+    model.set_hot_vocab(hot)
+    try:
+        got = model.logits(hidden)
+        assert torch.allclose(got[:, hot], full[:, hot], atol=1e-6)
+        assert torch.isneginf(got[:, cold]).all()
+        assert set(got.argmax(-1).tolist()) <= set(hot.tolist())
+        assert torch.equal(model.logits(hidden, full_vocab=True), full)
+        head.add_(1.0)  # the target's weights change (update_weights_from_disk) ...
+        stale = model.logits(hidden)[:, hot]
+        model.set_hot_vocab(model.hot_token_ids)  # ... and the worker takes the rows again
+        assert torch.allclose(model.logits(hidden)[:, hot], hidden @ head[hot].T, atol=1e-5)
+        assert not torch.allclose(stale, hidden @ head[hot].T, atol=1e-3)
+    finally:
+        head.copy_(original)
+        model.set_hot_vocab(None)
+    assert torch.equal(model.logits(hidden), full)

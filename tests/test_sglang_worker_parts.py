@@ -556,3 +556,51 @@ def test_gpu_servers_refuse_draft_attention_their_backends_cannot_mask(
     else:
         with pytest.raises(DFlashConfigError, match=re.escape(refused)):
             check_draft_attention(config, server_args, target)
+
+
+def test_deferred_verify_logits_keep_the_states_and_compute_only_the_asked_rows_the_hosts_way():
+    """During the verify forward the logits processor returns no logits and keeps its inputs; the
+    rows acceptance asks for then go through the host's own ``_get_logits`` (here: scale 2), and
+    the processor is the host's again afterwards."""
+    from sglang.srt.layers.logits_processor import LogitsProcessor
+
+    from sglang_dflash.serving.outputs import DeferredLogits
+
+    class Processor(LogitsProcessor):  # the host's class; its lm_head path replaced by a visible one
+        def __init__(self) -> None:
+            torch.nn.Module.__init__(self)
+            self.rows_computed = 0
+
+        def _get_logits(self, hidden_states, lm_head, logits_metadata, *args, **kwargs):
+            self.rows_computed += hidden_states.shape[0]
+            return 2.0 * hidden_states @ lm_head.T
+
+    processor, lm_head = Processor(), torch.randn(7, 3)
+    hidden = torch.randn(2 * 4, 3)  # two requests, width 4
+    deferred = DeferredLogits(processor)
+    with deferred.capture():
+        assert processor._get_logits(hidden, lm_head, "metadata").shape == (8, 0)
+    assert "_get_logits" not in vars(processor) and processor.rows_computed == 0
+    argmax = deferred.column_argmax(4)
+    expected = (2.0 * hidden @ lm_head.T).view(2, 4, 7).argmax(-1)
+    assert torch.equal(argmax(torch.tensor([1]), 2, 4), expected[1:, 2:4])
+    assert torch.equal(argmax(torch.tensor([0, 1]), 0, 1), expected[:, 0:1])
+    assert processor.rows_computed == 4
+    assert processor._get_logits(hidden, lm_head, None).shape == (8, 7)  # not captured any more
+
+
+def test_deferred_verify_logits_are_cpu_only_one_rank_and_can_be_switched_off(monkeypatch):
+    from sglang_dflash.serving.tensor_parallel import TPShard
+
+    runner = SimpleNamespace(
+        device="cpu", model=SimpleNamespace(logits_processor=SimpleNamespace(_get_logits=None))
+    )
+    one, two = TPShard(0, 1), TPShard(0, 2)
+    assert worker.deferred_verify_logits(runner, one) is not None
+    assert worker.deferred_verify_logits(SimpleNamespace(**{**vars(runner), "device": "cuda"}), one) is None
+    assert worker.deferred_verify_logits(runner, two) is None
+    monkeypatch.setenv(worker.DEFER_VERIFY_LOGITS_ENV, "0")
+    assert worker.deferred_verify_logits(runner, one) is None
+    monkeypatch.setenv(worker.DEFER_VERIFY_LOGITS_ENV, "yes")
+    with pytest.raises(ValueError, match="SGLANG_DFLASH_DEFER_VERIFY_LOGITS is 'yes'; expected '1'"):
+        worker.deferred_verify_logits(runner, one)

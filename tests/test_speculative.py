@@ -218,3 +218,31 @@ def test_mixed_batch_sampled_rows_accept_as_speculative_sampling():
     )
     assert torch.equal(num_correct_drafts[1:], expected_correct[1:])
     assert torch.equal(emitted[1:], expected_emitted[1:])
+
+
+def test_greedy_acceptance_column_by_column_commits_what_the_whole_block_commits():
+    """Deferred verify logits (CPU, greedy batches): the target's argmax is asked for block columns
+    0 and 1 one at a time, then for all the rest at once, only for the requests still accepting;
+    the committed tokens are greedy_accept's."""
+    from sglang_dflash.speculative import greedy_accept_by_columns
+
+    g = torch.Generator().manual_seed(0)
+    bs, width, vocab = 6, 5, 4  # a small vocabulary: drafts match often, rejections come at every column
+    target_logits = torch.randn(bs, width, vocab, generator=g)
+    drafts = torch.randint(0, vocab, (bs, width - 1), generator=g)
+    drafts[0] = target_logits[0, :-1].argmax(-1)  # one request accepts the whole block
+    asked = []
+
+    def column_argmax(requests: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+        asked.append((requests.tolist(), start, stop))
+        return target_logits[requests, start:stop].argmax(-1)
+
+    num_correct, emitted = greedy_accept_by_columns(drafts, column_argmax)
+    expected_correct, expected_emitted = greedy_accept(drafts, target_logits)
+    assert num_correct.tolist() == expected_correct.tolist() == [4, 0, 1, 0, 0, 1]
+    for r in range(bs):
+        n = int(num_correct[r]) + 1
+        assert torch.equal(emitted[r, :n], expected_emitted[r, :n])
+    # Column 0 for all, column 1 for the three that accepted their first draft, the rest for the one
+    # that accepted its second.
+    assert asked == [([0, 1, 2, 3, 4, 5], 0, 1), ([0, 2, 5], 1, 2), ([0], 2, 5)]

@@ -91,6 +91,7 @@ class BenchConfig:
     device: str = "cuda"
     max_total_tokens: int | None = None
     rounds: int | None = None
+    token_map: str | None = None  # --speculative-token-map for our modes (not the built-in's)
 
     def __post_init__(self) -> None:
         """Raise ValueError (FileNotFoundError for a missing dataset) naming the first bad flag."""
@@ -123,6 +124,8 @@ class BenchConfig:
             raise ValueError(f"bench: --concurrency is {self.concurrency}; expected integers >= 1")
         for path in self.datasets:
             read_jsonl_prompts(path, limit=1)  # exists and parses
+        if self.token_map is not None and not os.path.isfile(self.token_map):
+            raise FileNotFoundError(f"bench: --token-map is {self.token_map!r}; expected a token-map file")
 
 
 RANDOM_DRAFTER = "random"
@@ -172,6 +175,8 @@ def engine_args(cfg: BenchConfig, mode: str) -> dict:
             args["speculative_num_draft_tokens"] = cfg.block_size
         if mode == "dflash-adaptive":
             args["speculative_adaptive"] = True  # our per-step verify width (sglang_dflash.adaptive)
+        if cfg.token_map and mode != "dflash-builtin":
+            args["speculative_token_map"] = cfg.token_map  # our hot draft vocabulary
     elif mode == "ngram":
         args.update(speculative_algorithm="NGRAM")
     return args
@@ -381,6 +386,11 @@ def add_parser(sub) -> None:
     p.add_argument("--keep-radix-cache", dest="disable_radix_cache", action="store_false")
     p.add_argument("--no-rescore", dest="rescore", action="store_false")
     p.add_argument("--timeout-s", type=int, default=3600)
+    p.add_argument(
+        "--token-map",
+        default=None,
+        help="--speculative-token-map for our DFLASH modes: draft among these token ids only",
+    )
     p.set_defaults(func=main)
 
 

@@ -198,6 +198,9 @@ class DFlashDrafterForSGLang(nn.Module):
         self.cos_sin: torch.Tensor | None = None
         self._embed: torch.Tensor | None = None
         self._head: torch.Tensor | None = None
+        # --speculative-token-map: the ids the drafter may draft, and their lm_head rows (a copy).
+        self.hot_token_ids: torch.Tensor | None = None
+        self._hot_head: torch.Tensor | None = None
         self.prepare_rope(self.dflash.max_position_embeddings)
         # Inference only, like the host's own layers: no autograd state on weights or activations.
         self.requires_grad_(False)
@@ -217,13 +220,37 @@ class DFlashDrafterForSGLang(nn.Module):
     def get_embed_and_head(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self._embed, self._head
 
+    def set_hot_vocab(self, token_ids: torch.Tensor | None) -> None:
+        """Draft only among ``token_ids`` (:mod:`sglang_dflash.token_map`); None drafts the whole vocabulary.
+
+        Their lm_head rows are copied once into one contiguous matrix, so a draft pass reads those
+        rows only; call again after the target's weights change.
+        """
+        if token_ids is None:
+            self.hot_token_ids = self._hot_head = None
+            return
+        if self._head is None:
+            raise RuntimeError("set_embed_and_head() must be called before set_hot_vocab()")
+        if self.shard.size > 1:
+            raise RuntimeError("a hot vocabulary needs the whole lm_head on one rank (TP size 1)")
+        self.hot_token_ids = token_ids.to(self._head.device)
+        self._hot_head = self._head[self.hot_token_ids].contiguous()
+
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         """The target's embeddings of ``input_ids`` (its vocabulary shard, summed over TP ranks)."""
         return vocab_embedding(input_ids, self._embed, self.shard)
 
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """[N, vocab_size] logits through the target's lm_head (shards gathered over TP ranks)."""
-        return vocab_logits(hidden, self._head, self.shard)[:, : self.dflash.vocab_size]
+    def logits(self, hidden: torch.Tensor, full_vocab: bool = False) -> torch.Tensor:
+        """[N, vocab_size] logits through the target's lm_head (shards gathered over TP ranks).
+
+        With a hot vocabulary (and not ``full_vocab``) only its rows are computed; every other
+        token's logit is -inf, so no sampler or argmax can draft it.
+        """
+        if self._hot_head is None or full_vocab:
+            return vocab_logits(hidden, self._head, self.shard)[:, : self.dflash.vocab_size]
+        logits = hidden.new_full((hidden.shape[0], self.dflash.vocab_size), float("-inf"))
+        logits[:, self.hot_token_ids] = hidden @ self._hot_head.T
+        return logits
 
     # ------------------------------------------------------------------ context
     def project_context(self, target_hidden: torch.Tensor) -> torch.Tensor:
@@ -252,7 +279,7 @@ class DFlashDrafterForSGLang(nn.Module):
         for layer in self.layers:
             hidden, residual = layer(positions, hidden, residual, forward_batch, self.cos_sin)
         hidden, _ = add_rms_norm(hidden, residual, self.norm_weight, self.eps)
-        logits = self.logits(hidden)
+        logits = self.logits(hidden, full_vocab=getattr(forward_batch.spec_info, "full_vocab", False))
         return LogitsProcessorOutput(next_token_logits=logits, hidden_states=None)
 
     # ------------------------------------------------------------------ weights

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -90,3 +90,50 @@ class FinalHiddenStates:
             for name, runner in graphs.items():
                 if runner is not None:
                     setattr(self.runner, name, runner)
+
+
+class DeferredLogits:
+    """The target's verify logits, computed only for the rows greedy acceptance asks for.
+
+    During one verify forward (:meth:`capture`) the target's logits processor keeps its final
+    hidden states instead of running the lm_head over every block position; :meth:`column_argmax`
+    then runs the host's own lm_head path (its scale, softcap and float32 logits) over the block
+    columns acceptance asks for, for the requests still accepting.  With tau ~1.5 a CPU step
+    computes a few logits rows per request instead of the block width.
+    """
+
+    def __init__(self, logits_processor) -> None:
+        self._processor = logits_processor
+        self._get_logits = logits_processor._get_logits  # the host's bound method
+        self._kept: tuple | None = None
+
+    @contextlib.contextmanager
+    def capture(self) -> Iterator[DeferredLogits]:
+        """Within the block, the target's logits processor returns empty logits [N, 0] and keeps
+        what it would have computed them from."""
+
+        def keep(hidden_states, lm_head, logits_metadata, *args, **kwargs):
+            self._kept = (hidden_states, lm_head, logits_metadata)
+            return hidden_states.new_empty((hidden_states.shape[0], 0), dtype=torch.float32)
+
+        self._kept = None
+        self._processor._get_logits = keep
+        try:
+            yield self
+        finally:
+            del self._processor._get_logits  # the class's method again
+
+    def column_argmax(self, width: int) -> Callable[[torch.Tensor, int, int], torch.Tensor]:
+        """``argmax(requests, start, stop)``: the target's argmax [len(requests), stop - start] after
+        block positions ``start .. stop - 1`` for ``requests`` (batch rows) of the last captured
+        verify of ``width`` positions per request."""
+        if self._kept is None:
+            raise RuntimeError("DeferredLogits.column_argmax() needs a verify forward run under capture()")
+        hidden, lm_head, metadata = self._kept
+
+        def argmax(requests: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+            rows = (requests[:, None] * width + torch.arange(start, stop, device=requests.device)).reshape(-1)
+            logits = self._get_logits(hidden[rows], lm_head, metadata)
+            return logits.argmax(-1).view(len(requests), stop - start)
+
+        return argmax

@@ -26,12 +26,15 @@ class DFlashBlockInput(SpecInput):
         positions: torch.Tensor | None,
         draft_token_num: int,
         capture_hidden_mode: CaptureHiddenMode,
+        full_vocab: bool = False,
     ) -> None:
         super().__init__(SpecInputType.DFLASH_VERIFY)
         self.draft_token = draft_token
         self.positions = positions
         self.draft_token_num = draft_token_num
         self.capture_hidden_mode = capture_hidden_mode
+        # A drafter with a hot vocabulary (--speculative-token-map) drafts the whole one this pass.
+        self.full_vocab = full_vocab
         self.custom_mask = None  # causal (target) or bidirectional (ENCODER_ONLY drafter) by layer
         self.num_tokens_per_req = draft_token_num
         self.num_tokens_for_logprob_per_req = draft_token_num

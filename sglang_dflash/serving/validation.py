@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..checkpoint import check_shapes, read_shapes
 from ..config import CONFIG_FILE, SERVER, DFlashConfig, config_error
+from ..token_map import TOKEN_MAP_FLAG, read_token_map
 from .tensor_parallel import check_tensor_parallel
 
 if TYPE_CHECKING:
@@ -176,6 +177,7 @@ def check_server_args(server_args: ServerArgs) -> DFlashConfig:
     check_shapes(config, read_shapes(path))
     check_draft_attention(config, server_args, target)
     check_tensor_parallel(config, getattr(server_args, "tp_size", 1))
+    check_token_map(server_args, config)
     for flag, value in (
         ("--speculative-dflash-block-size", server_args.speculative_dflash_block_size),
         ("--speculative-num-draft-tokens", server_args.speculative_num_draft_tokens),
@@ -234,6 +236,29 @@ def check_flags(server_args: ServerArgs) -> None:
             "off under --enable-deterministic-inference (the verify width follows the batch and the "
             "measured step times, so a seeded request's tokens would depend on them)",
         )
+
+
+def check_token_map(server_args: ServerArgs, config: DFlashConfig) -> None:
+    """``--speculative-token-map`` (a hot draft vocabulary): readable, in the target's vocabulary,
+    and only where our drafter can use it (first generation, one tensor-parallel rank)."""
+    path = getattr(server_args, "speculative_token_map", None)
+    if path is None:
+        return
+    if config.is_dflash2:
+        raise config_error(
+            TOKEN_MAP_FLAG,
+            path,
+            "unset for a DFlash2 drafter (its candidate selector ranks drafts over the whole vocabulary)",
+        )
+    tp_size = getattr(server_args, "tp_size", 1)
+    if tp_size > 1:
+        raise config_error(
+            TOKEN_MAP_FLAG,
+            path,
+            f"unset with --tp-size {tp_size} (the hot lm_head rows are taken from one rank's whole "
+            "lm_head; tensor-parallel ranks hold a vocabulary shard each)",
+        )
+    read_token_map(path, config.vocab_size)
 
 
 def take_adaptive_settings(server_args: ServerArgs) -> None:

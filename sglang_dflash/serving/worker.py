@@ -48,8 +48,9 @@ from ..adaptive import ADAPTIVE_ATTR, AdaptiveConfig, VerifyWidthPolicy
 from ..bench.report import PHASE_NAMES
 from ..config import DFlashConfig
 from ..grammar import BlockGrammar
+from ..token_map import read_token_map
 from .inject import ContextInjector
-from .outputs import FinalHiddenStates, committed_logprobs
+from .outputs import DeferredLogits, FinalHiddenStates, committed_logprobs
 from .spec_inputs import DFlashBlockInput, DFlashDraftInput, row_capacity
 from .tensor_parallel import TPShard, agree, agree_int
 
@@ -58,15 +59,24 @@ logger = logging.getLogger(__name__)
 
 # Constrained requests choose their drafts under the grammar too ("1", default) or freely ("0").
 MASK_DRAFTS_ENV = "SGLANG_DFLASH_MASK_DRAFTS"
+# On CPU, greedy batches compute the verify's logits only for the rows acceptance reads ("1",
+# default) or for every block position ("0": the host's own path, for comparisons).
+DEFER_VERIFY_LOGITS_ENV = "SGLANG_DFLASH_DEFER_VERIFY_LOGITS"
+
+
+def env_switch(name: str, default: bool = True) -> bool:
+    """An on/off environment setting: "1" or "0" (unset: ``default``); any other value is refused."""
+    value = os.environ.get(name, "1" if default else "0").strip()
+    if value not in ("0", "1"):
+        expected = "'1' (default) or '0'" if default else "'0' (default) or '1'"
+        raise ValueError(f"sglang-dflash: {name} is {value!r}; expected {expected}")
+    return value == "1"
 
 
 def mask_drafts_setting() -> bool:
     """``SGLANG_DFLASH_MASK_DRAFTS``: on unless "0" (masked drafts raise tau on JSON-schema
-    prompts, see docs/benchmarks.md); any other value than "0" / "1" is refused."""
-    value = os.environ.get(MASK_DRAFTS_ENV, "1").strip()
-    if value not in ("0", "1"):
-        raise ValueError(f"sglang-dflash: {MASK_DRAFTS_ENV} is {value!r}; expected '1' (default) or '0'")
-    return value == "1"
+    prompts, see docs/benchmarks.md)."""
+    return env_switch(MASK_DRAFTS_ENV)
 
 
 def batch_sampling(sampling_info, bs: int, sampling_backend: str | None = "pytorch") -> spec.BatchSampling:
@@ -164,6 +174,18 @@ def adaptive_policy(server_args, block_size: int) -> VerifyWidthPolicy | None:
     config = AdaptiveConfig.from_dict(settings).for_block_size(block_size)
     logger.info("sglang-dflash adaptive verify width: widths %s", list(config.widths))
     return VerifyWidthPolicy(config)
+
+
+def deferred_verify_logits(model_runner, shard: TPShard) -> DeferredLogits | None:
+    """Deferred verify logits where they pay and are safe: on CPU (no CUDA graph replays the
+    forward; on GPUs a 16-row lm_head is cheap), one rank (no gather to keep in step), a target
+    with SGLang's logits processor, and unless ``SGLANG_DFLASH_DEFER_VERIFY_LOGITS=0``."""
+    processor = getattr(model_runner.model, "logits_processor", None)
+    if torch.device(model_runner.device).type != "cpu":
+        return None
+    if processor is None or shard.size > 1 or not env_switch(DEFER_VERIFY_LOGITS_ENV):
+        return None
+    return DeferredLogits(processor)
 
 
 def check_draft_dtype(target_dtype: torch.dtype, draft_dtype: torch.dtype) -> None:
@@ -457,6 +479,9 @@ def decode_step(
     ``draft(block, positions)`` -> logits [bs * block_size, V] of every block position;
     ``verify(tokens, positions, slots)`` -> (target logits [bs * width, V], captured target hidden
     [bs * width, K*H]) for the first ``width = verify_width`` block positions, at those KV slots;
+    for an all-greedy batch without penalties, grammar or ``logit_bias``, the logits may come as
+    ``column_argmax(requests, start, stop)`` instead (:class:`~.outputs.DeferredLogits`: acceptance
+    asks for a few block columns at a time, :func:`~sglang_dflash.speculative.greedy_accept_by_columns`);
     ``inject(hidden, positions, slots)`` writes the context K/V of those rows into the draft pool;
     ``publish(new_seq_lens)`` lets the host schedule the next step.  The target's logits are
     changed in place before acceptance as plain decoding's sampler changes them, in its order:
@@ -492,18 +517,26 @@ def decode_step(
         slots = verify_slots(inputs.out_cache_loc, bs, width)
         tokens = torch.cat([block[:, :1], drafts], dim=1)
         target_logits, hidden = verify(tokens, verify_positions, slots)
-        # In place: the host's logprobs read these logits, as plain decoding's read its sampler's.
-        target_logits = target_logits.view(bs, width, -1)
-        if inputs.penalties is not None:
-            spec.apply_penalties_(target_logits, inputs.penalties, chain=drafts)
-        if grammar is not None:
-            grammar.mask_target(tokens, target_logits)
-        if inputs.logit_bias is not None:
-            target_logits.add_(inputs.logit_bias[:, None, :])
+        deferred = not isinstance(target_logits, torch.Tensor)
+        changed = inputs.penalties is not None or grammar is not None or inputs.logit_bias is not None
+        if deferred and (changed or not sampling.all_greedy):
+            raise ValueError("deferred verify logits are for all-greedy batches with unchanged logits")
+        if not deferred:
+            # In place: the host's logprobs read these logits, as plain decoding's read its sampler's.
+            target_logits = target_logits.view(bs, width, -1)
+            if inputs.penalties is not None:
+                spec.apply_penalties_(target_logits, inputs.penalties, chain=drafts)
+            if grammar is not None:
+                grammar.mask_target(tokens, target_logits)
+            if inputs.logit_bias is not None:
+                target_logits.add_(inputs.logit_bias[:, None, :])
 
     with profiler.phase("accept_inject_ms"):
         with profiler.detail("accept_ms"):
-            num_correct_drafts, emitted = spec.accept(drafts, draft_probs, target_logits, sampling, draws)
+            if deferred:
+                num_correct_drafts, emitted = spec.greedy_accept_by_columns(drafts, target_logits)
+            else:
+                num_correct_drafts, emitted = spec.accept(drafts, draft_probs, target_logits, sampling, draws)
             if inputs.agree is not None:
                 num_correct_drafts, emitted = inputs.agree(num_correct_drafts, emitted)
             accept_lens = (num_correct_drafts + 1).to(torch.int32)
@@ -567,19 +600,26 @@ class DFlashWorker(BaseSpecWorker):
         self.tp_shard = TPShard.current()  # the target's TP group, which the drafter is sharded over
         embed, head = target_worker.model_runner.model.get_embed_and_head()
         self.draft_model.set_embed_and_head(embed, head)
+        token_map = getattr(server_args, "speculative_token_map", None)
+        if token_map is not None:  # checked at ServerArgs time (validation.check_token_map)
+            self.draft_model.set_hot_vocab(read_token_map(token_map, self.dflash.vocab_size))
         self.draft_model.prepare_rope(context_len + 2 * self.block_size + 8)
         self.mask_token_id = self.dflash.mask_token_id
         self.injector: ContextInjector | None = None
         self.width_policy = adaptive_policy(server_args, self.block_size)
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
         self.mask_drafts = mask_drafts_setting()
+        self.deferred_logits = deferred_verify_logits(target_worker.model_runner, self.tp_shard)
         profile = os.environ.get(PROFILE_ENV)
         self.profiler = make_profiler(profile, self.device)
+        hot = getattr(self.draft_model, "hot_token_ids", None)
         logger.info(
-            "sglang-dflash worker ready: block_size=%d, draft layers=%d, target layers %s",
+            "sglang-dflash worker ready: block_size=%d, draft layers=%d, target layers %s, "
+            "draft vocabulary %d",
             self.block_size,
             self.dflash.num_hidden_layers,
             list(self.dflash.target_layer_ids),
+            self.dflash.vocab_size if hot is None else hot.numel(),
         )
 
     # ------------------------------------------------------------------ host-facing attributes
@@ -609,6 +649,9 @@ class DFlashWorker(BaseSpecWorker):
         result = super().update_weights_from_disk(recv_req)
         if self.injector is not None:
             self.injector.refresh()
+        hot = getattr(self.draft_model, "hot_token_ids", None)
+        if hot is not None:  # the hot vocabulary's lm_head rows are a copy: take them again
+            self.draft_model.set_hot_vocab(hot)
         return result
 
     # ------------------------------------------------------------------ the step
@@ -649,12 +692,13 @@ class DFlashWorker(BaseSpecWorker):
         out_cache_loc: torch.Tensor,
         capture: CaptureHiddenMode,
         width: int,
+        full_vocab: bool = False,
     ) -> ForwardBatch:
         """A TARGET_VERIFY forward over ``width`` tokens per request (the host restores batch fields)."""
         batch.forward_mode = ForwardMode.TARGET_VERIFY
         batch.input_ids = block.reshape(-1)
         batch.out_cache_loc = out_cache_loc
-        batch.spec_info = DFlashBlockInput(batch.input_ids, positions, width, capture)
+        batch.spec_info = DFlashBlockInput(batch.input_ids, positions, width, capture, full_vocab)
         return ForwardBatch.init_new(
             batch, runner, capture_hidden_mode=capture, return_hidden_states_before_norm=False
         )
@@ -671,15 +715,40 @@ class DFlashWorker(BaseSpecWorker):
             # Timed per rank, so the ranks' choices can differ: rank 0's is everyone's.
             width = agree_int(self.width_policy.choose(bs), self.tp_shard, self.device)
 
+        started = time.perf_counter()
+        # ForwardBatch.init_new refreshes sampling_info.grammars only later, in the passes.
+        grammar = BlockGrammar.of_batch(
+            [req.grammar for req in batch.reqs] if batch.has_grammar else None,
+            sampling_info.vocab_size,
+            mask_drafts=self.mask_drafts,
+        )
+        sampling = batch_sampling(sampling_info, bs, self.server_args.sampling_backend)
+        penalties = step_penalties(batch.reqs, sampling_info.vocab_size, self.device)
+        # Greedy acceptance reads one logits row per committed token; anything that changes or
+        # reports the logits (penalties, grammar, logit_bias, logprobs, sampling) needs them all.
+        deferred = self.deferred_logits
+        if not sampling.all_greedy or penalties is not None or grammar is not None:
+            deferred = None
+        if sampling_info.logit_bias is not None or batch.return_logprob:
+            deferred = None
+
         def draft(block: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
             passes.draft_batch = self._block_forward_batch(
-                batch, self.draft_runner, block, positions, out_cache_loc, CaptureHiddenMode.NULL, block_size
+                batch,
+                self.draft_runner,
+                block,
+                positions,
+                out_cache_loc,
+                CaptureHiddenMode.NULL,
+                block_size,
+                # Drafts chosen under a grammar may need tokens outside a hot vocabulary.
+                full_vocab=grammar is not None and grammar.mask_drafts,
             )
             return self.draft_runner.forward(passes.draft_batch).logits_output.next_token_logits
 
         def verify(
             block: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor
-        ) -> tuple[torch.Tensor, torch.Tensor]:
+        ) -> tuple[torch.Tensor | Callable[[torch.Tensor, int, int], torch.Tensor], torch.Tensor]:
             passes.verify_batch = self._block_forward_batch(
                 batch,
                 self.target_worker.model_runner,
@@ -689,7 +758,10 @@ class DFlashWorker(BaseSpecWorker):
                 CaptureHiddenMode.FULL,
                 width,
             )
-            with self.final_hidden.collect(batch.return_hidden_states) as final_hidden:
+            with (
+                self.final_hidden.collect(batch.return_hidden_states) as final_hidden,
+                deferred.capture() if deferred is not None else contextlib.nullcontext(),
+            ):
                 passes.verify_result = self.target_worker.forward_batch_generation(
                     batch=None, forward_batch=passes.verify_batch, is_verify=True
                 )
@@ -697,15 +769,10 @@ class DFlashWorker(BaseSpecWorker):
             # The captured aux features feed the drafter only; the host sees the final hidden
             # states of the verified rows when a request asked for them (``stride = width``).
             hidden, logits_output.hidden_states = logits_output.hidden_states, final_hidden.get()
+            if deferred is not None:
+                return deferred.column_argmax(width), hidden
             return logits_output.next_token_logits, hidden
 
-        # ForwardBatch.init_new refreshes sampling_info.grammars only later, in the passes.
-        grammar = BlockGrammar.of_batch(
-            [req.grammar for req in batch.reqs] if batch.has_grammar else None,
-            sampling_info.vocab_size,
-            mask_drafts=self.mask_drafts,
-        )
-        started = time.perf_counter()
         step = decode_step(
             StepInputs(
                 bonus_tokens=batch.spec_info.bonus_tokens,
@@ -713,10 +780,10 @@ class DFlashWorker(BaseSpecWorker):
                 out_cache_loc=out_cache_loc,
                 block_size=block_size,
                 mask_token_id=self.mask_token_id,
-                sampling=batch_sampling(sampling_info, bs, self.server_args.sampling_backend),
+                sampling=sampling,
                 verify_width=width,
                 grammar=grammar,
-                penalties=step_penalties(batch.reqs, sampling_info.vocab_size, self.device),
+                penalties=penalties,
                 logit_bias=sampling_info.logit_bias,
                 selector=getattr(self.draft_model, "select_drafts", None),
                 agree=functools.partial(agree, shard=self.tp_shard) if self.tp_shard.size > 1 else None,

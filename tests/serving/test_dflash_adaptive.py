@@ -1,4 +1,5 @@
-"""Our DFLASH with ``--speculative-adaptive`` (verify widths chosen per step) through the real SGLang
+"""Our DFLASH with ``--speculative-adaptive`` (verify widths chosen per step) and the shipped hot
+draft vocabulary (``--speculative-token-map``, the CPU speed configuration) through the real SGLang
 server on CPU, overlap scheduler on, against plain decoding (shared setup: conftest.py).
 
 The policy is configured to re-measure often (``explore_every`` 4, widths 1/2/4/16), so every
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cpu_server import SHIPPED_SMOLLM2_TOKEN_MAP
 from serving_checks import (
     GREEDY,
     check_aborts_leave_the_kv_pools_balanced,
@@ -37,6 +39,8 @@ def server(smollm2, drafter, reference, tmp_path_factory):
         "--speculative-adaptive",
         "--speculative-adaptive-config",
         str(config),
+        "--speculative-token-map",
+        SHIPPED_SMOLLM2_TOKEN_MAP,
         # The decode log line (with the host's "cap len") and our startup line are info-level.
         "--log-level",
         "info",
@@ -66,6 +70,7 @@ def test_the_chosen_widths_are_reported_per_request_and_in_the_decode_log(server
     assert len(widths_seen) >= 2, widths_seen  # the policy re-measures: more than one width ran
     assert "cap len" in server.log_tail(1_000_000)
     assert "adaptive verify width: widths [1, 2, 4, 16]" in server.log_tail(1_000_000)
+    assert "draft vocabulary 8192" in server.log_tail(1_000_000)  # the token map is in use
 
 
 def test_max_new_tokens_ending_inside_a_block(server, prompts, reference):
