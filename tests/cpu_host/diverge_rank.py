@@ -19,8 +19,8 @@ def install(rank: int) -> None:
     original = DFlashDrafterForSGLang.logits
     announced = []
 
-    def diverging_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        logits = original(self, hidden)
+    def diverging_logits(self, hidden: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        logits = original(self, hidden, *args, **kwargs)
         if self.shard.rank != rank:
             return logits
         if not announced:

@@ -12,8 +12,8 @@ the session's TP=1 reference.  The DFLASH server runs with rank 1's draft logits
 wrong (``SGLANG_DFLASH_TEST_DIVERGE_RANK``, a test-only hook of tests/cpu_host/sitecustomize.py):
 the worker takes drafts and acceptance from rank 0, so output stays exact; without that agreement
 (checked) rank 1 commits other tokens, the ranks' schedulers fall out of step and the server dies
-in a collective.  The run without the overlap scheduler and the ``--dp-size 2`` run are ``heavy``
-(``-m heavy``): three ranks on two cores make each TP server cost minutes.
+in a collective.  The whole module is ``heavy`` (``-m heavy``): three ranks on two cores make each
+TP server cost minutes.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ from serving_checks import (
     start_server,
 )
 
-pytestmark = pytest.mark.slow
+# Heavy (-m heavy): three ranks on two cores make each TP server cost minutes (about 6 for the
+# module on the 2-core CI machine); CI keeps the in-process sharding test (tests/test_tensor_parallel.py).
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 TP = 3
 TP_FLAGS = ("--tp-size", str(TP))
@@ -121,7 +123,6 @@ def test_dflash_tp_with_a_diverging_rank_equals_plain_tp(
         server.shutdown()
 
 
-@pytest.mark.heavy
 def test_dflash_tp_without_overlap_equals_plain_tp(
     smollm2, drafter, prompts, plain_tp, seeded_outputs, tmp_path_factory
 ):
@@ -144,7 +145,6 @@ def test_dflash_tp_without_overlap_equals_plain_tp(
         assert seeded == seeded_outputs[0]
 
 
-@pytest.mark.heavy  # the host's DP runs one scheduler (and one of our workers) per rank: minutes here
 def test_dflash_with_two_data_parallel_schedulers_equals_plain(
     smollm2, drafter, prompts, reference, tmp_path_factory
 ):

@@ -30,7 +30,9 @@ import requests
 from cpu_server import CpuServer, cpu_environment, data_file
 from serving_checks import dflash_server, start_server
 
-pytestmark = pytest.mark.slow
+# Heavy (-m heavy): both servers and eight client runs cost about 6 minutes on the 2-core CI
+# machine, which the CI time budget (45 minutes in all) cannot carry.
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 ANSWERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gsm8k-test-answers.jsonl")
 CLIENT_TIMEOUT_S = 300
