@@ -186,7 +186,9 @@ def test_a_hot_vocabulary_computes_its_rows_only_and_leaves_every_other_token_un
         assert torch.equal(model.logits(hidden, full_vocab=True), full)
         head.add_(1.0)  # the target's weights change (update_weights_from_disk) ...
         stale = model.logits(hidden)[:, hot]
-        model.set_hot_vocab(model.hot_token_ids)  # ... and the worker takes the rows again
+        rows_at = model._hot_head.data_ptr()
+        model.set_hot_vocab(model.hot_token_ids)  # ... and the worker takes the rows again,
+        assert model._hot_head.data_ptr() == rows_at  # in place (a captured CUDA graph reads them)
         assert torch.allclose(model.logits(hidden)[:, hot], hidden @ head[hot].T, atol=1e-5)
         assert not torch.allclose(stale, hidden @ head[hot].T, atol=1e-3)
     finally:

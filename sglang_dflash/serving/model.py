@@ -233,8 +233,12 @@ class DFlashDrafterForSGLang(nn.Module):
             raise RuntimeError("set_embed_and_head() must be called before set_hot_vocab()")
         if self.shard.size > 1:
             raise RuntimeError("a hot vocabulary needs the whole lm_head on one rank (TP size 1)")
-        self.hot_token_ids = token_ids.to(self._head.device)
-        self._hot_head = self._head[self.hot_token_ids].contiguous()
+        token_ids = token_ids.to(self._head.device)
+        rows = self._head[token_ids]
+        if self._hot_head is not None and torch.equal(token_ids, self.hot_token_ids):
+            self._hot_head.copy_(rows)  # a refresh: in place, so a captured CUDA graph sees it
+            return
+        self.hot_token_ids, self._hot_head = token_ids, rows.contiguous()
 
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         """The target's embeddings of ``input_ids`` (its vocabulary shard, summed over TP ranks)."""
