@@ -559,9 +559,13 @@ def greedy_accept(drafts: torch.Tensor, target_logits: torch.Tensor) -> tuple[to
     own bonus token).
     """
     target_tokens = target_logits.argmax(-1)
-    matches = (drafts == target_tokens[:, :-1]).to(torch.long)
-    num_correct_drafts = matches.cumprod(dim=1).sum(dim=1)
-    return num_correct_drafts, target_tokens
+    return accepted_prefix_lengths(drafts, target_tokens), target_tokens
+
+
+def accepted_prefix_lengths(drafts: torch.Tensor, target_tokens: torch.Tensor) -> torch.Tensor:
+    """[bs] length of the longest prefix of drafts [bs, n] equal to target_tokens[:, :n]."""
+    matches = (drafts == target_tokens[:, : drafts.shape[1]]).to(torch.long)
+    return matches.cumprod(dim=1).sum(dim=1)
 
 
 # Block columns greedy_accept_by_columns asks for one at a time before asking for all the rest.
@@ -594,9 +598,8 @@ def greedy_accept_by_columns(
             break
         live = live[tokens[:, -1] == drafts[live, start]]
         start = stop
-    # The longest prefix of drafts equal to the target's argmax (0 where a column was never asked).
-    matches = (drafts == emitted[:, :num_drafts]).to(torch.long)
-    return matches.cumprod(dim=1).sum(dim=1), emitted
+    # Columns never asked hold 0, but they lie past each request's first rejection.
+    return accepted_prefix_lengths(drafts, emitted), emitted
 
 
 def speculative_sampling_accept(
