@@ -2,7 +2,8 @@
 
 One plain server first (the greedy references), then ONE DFLASH server shared by every test here
 (an idle SGLang scheduler still spins a core), SmolLM2-135M-Instruct in float32 with the shipped
-drafter or a random one, ``--enable-metrics`` and the scheduler's strict idle memory check on:
+drafter or a random one, the shipped hot draft vocabulary (``--speculative-token-map``),
+``--enable-metrics`` and the scheduler's strict idle memory check on:
 
 - **soak**: ``SOAK_REQUESTS`` (48 in CI; ``bench/soak.py`` runs 300) mixed requests from 16
   concurrent clients through ``/v1/completions`` (greedy / temperature / top-p / top-k, stop
@@ -28,7 +29,7 @@ import time
 
 import pytest
 import requests
-from cpu_server import CpuServer, data_file, smollm2_drafter
+from cpu_server import SHIPPED_SMOLLM2_TOKEN_MAP, CpuServer, data_file, smollm2_drafter
 
 from sglang_dflash.bench.soak import format_table, make_plan, reference_outputs, scrape_metrics, soak
 
@@ -127,6 +128,8 @@ def server(smollm2, drafter, reference, tmp_path_factory):
         "DFLASH",
         "--speculative-draft-model-path",
         drafter[0],
+        "--speculative-token-map",  # the CPU speed configuration: drafts from the shipped hot vocabulary
+        SHIPPED_SMOLLM2_TOKEN_MAP,
     )
     yield dflash
     dflash.shutdown()

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from cpu_server import SHIPPED_SMOLLM2_TOKEN_MAP
 from serving_checks import (
     GREEDY,
+    HOT_VOCABULARY,
     check_aborts_leave_the_kv_pools_balanced,
     check_greedy_equals_plain,
     check_max_new_tokens_inside_a_block,
@@ -39,8 +39,7 @@ def server(smollm2, drafter, reference, tmp_path_factory):
         "--speculative-adaptive",
         "--speculative-adaptive-config",
         str(config),
-        "--speculative-token-map",
-        SHIPPED_SMOLLM2_TOKEN_MAP,
+        *HOT_VOCABULARY,
         # The decode log line (with the host's "cap len") and our startup line are info-level.
         "--log-level",
         "info",

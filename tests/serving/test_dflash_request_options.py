@@ -1,10 +1,11 @@
 """Logprobs, grammar-constrained decoding and hidden states with our DFLASH, through the real SGLang
 scheduler on CPU (overlap scheduler on), against plain decoding on the same server flags.
 
-One plain server answers every request of this module first and stops; then one DFLASH server
-answers the same requests (shared setup: conftest.py).  Greedy requests must return the same
-tokens, the same logprobs (float tolerance), the same top-k token sets and the same hidden states
-as plain decoding; constrained outputs must parse / match and equal plain constrained output.
+One plain server answers every request of this module first and stops; then one DFLASH server, with
+the shipped hot draft vocabulary, answers the same requests (shared setup: conftest.py).  Greedy
+requests must return the same tokens, the same logprobs (float tolerance), the same top-k token sets
+and the same hidden states as plain decoding; constrained outputs must parse / match and equal plain
+constrained output.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from serving_checks import dflash_server, start_server
+from serving_checks import HOT_VOCABULARY, dflash_server, start_server
 
 pytestmark = pytest.mark.slow
 
@@ -149,7 +150,8 @@ def plain(smollm2, prompts, tokenizer, tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="module")
 def dflash(smollm2, drafter, prompts, tokenizer, plain, tmp_path_factory) -> dict:
-    server = dflash_server(smollm2, drafter, tmp_path_factory, "dflash-options", *FLAGS)
+    # With the hot draft vocabulary: grammar-masked drafting passes ask for the whole vocabulary.
+    server = dflash_server(smollm2, drafter, tmp_path_factory, "dflash-options", *FLAGS, *HOT_VOCABULARY)
     try:
         return {
             "native": ask_all(server, requests_of_this_module(prompts, tokenizer)),

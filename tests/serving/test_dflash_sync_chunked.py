@@ -1,11 +1,13 @@
 """Our DFLASH without the overlap scheduler and with chunked prefill forced (``--chunked-prefill-size``
-below every prompt's length), on CPU, against plain decoding (shared setup: conftest.py)."""
+below every prompt's length) and the shipped hot draft vocabulary (``--speculative-token-map``), on
+CPU, against plain decoding (shared setup: conftest.py)."""
 
 from __future__ import annotations
 
 import pytest
 from serving_checks import (
     CHUNK,
+    HOT_VOCABULARY,
     check_aborts_leave_the_kv_pools_balanced,
     check_greedy_equals_plain,
     check_max_new_tokens_inside_a_block,
@@ -28,6 +30,7 @@ def server(smollm2, drafter, reference, tmp_path_factory):
         "--disable-overlap-schedule",
         "--chunked-prefill-size",
         str(CHUNK),
+        *HOT_VOCABULARY,
     )
     yield started
     started.shutdown()
