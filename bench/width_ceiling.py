@@ -210,8 +210,8 @@ def plot(rows: list[dict], path: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", required=True)
-    parser.add_argument("--drafter", required=True)
+    parser.add_argument("--target", help="the target's directory (not needed with --steps-from)")
+    parser.add_argument("--drafter", help="the drafter's directory (not needed with --steps-from)")
     parser.add_argument(
         "--datasets", nargs="+", default=["../shared/data/humaneval.jsonl", "../shared/data/gsm8k.jsonl"]
     )
@@ -233,6 +233,8 @@ def main() -> None:
     args = parser.parse_args()
 
     costs = StepCosts(args.plain_ms, args.draft_ms, parse_verify(args.verify_ms), args.accept_ms)
+    if not args.steps_from and not (args.target and args.drafter):
+        parser.error("--target and --drafter are needed to record steps (or give --steps-from)")
     if args.steps_from:
         with open(args.steps_from) as f:
             steps = json.load(f)["steps"]
