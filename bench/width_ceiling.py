@@ -36,12 +36,15 @@ class StepCosts:
 
     plain: float  # a plain decode step (target forward + lm_head + host)
     draft: float  # the drafter's pass (skipped at width 1)
-    verify: tuple[tuple[int, float], ...]  # measured (width, ms) of the target's verify, widths ascending
+    verify: tuple[tuple[int, float], ...]  # measured (width, ms) of the target's verify
     accept: float  # acceptance (deferred lm_head rows), injection and host work
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "verify", tuple(sorted(self.verify)))  # ascending widths, once
 
     def verify_ms(self, width: int) -> float:
         """The verify's cost at ``width``: linear between the measured widths (flat past the ends)."""
-        points = sorted(self.verify)
+        points = self.verify
         if width <= points[0][0]:
             return points[0][1]
         for (w0, ms0), (w1, ms1) in zip(points, points[1:]):
@@ -51,6 +54,10 @@ class StepCosts:
 
     def step(self, width: int) -> float:
         return (self.draft if width > 1 else 0.0) + self.verify_ms(width) + self.accept
+
+    def drafted_step(self, width: int) -> float:
+        """A step that drafted whatever width it then verifies (its width was chosen from the draft)."""
+        return self.draft + self.verify_ms(width) + self.accept
 
 
 def parse_verify(values: list[str]) -> tuple[tuple[int, float], ...]:
@@ -83,18 +90,16 @@ def expected_tokens(confidences: list[float], width: int) -> float:
 def confident_width(confidences: list[float], costs: StepCosts, widths=WIDTHS) -> int:
     """The width with the most expected tokens per millisecond (drafting paid whatever is chosen:
     the confidences come from the draft)."""
-    return max(
-        widths, key=lambda w: expected_tokens(confidences, w) / (costs.step(w) + (w == 1) * costs.draft)
-    )
+    return max(widths, key=lambda w: expected_tokens(confidences, w) / costs.drafted_step(w))
 
 
 def replay(steps: list[dict], costs: StepCosts, widths=WIDTHS) -> list[dict]:
     """Speedup over plain decoding (tokens per ms / plain tokens per ms) of each width policy."""
     rows = []
 
-    def row(policy: str, chosen: list[int], extra_ms: float = 0.0) -> None:
+    def row(policy: str, chosen: list[int], step_ms=costs.step) -> None:
         committed = sum(tokens(s["accepted"], w) for s, w in zip(steps, chosen))
-        ms = sum(costs.step(w) for w in chosen) + extra_ms
+        ms = sum(step_ms(w) for w in chosen)
         rows.append(
             {
                 "policy": policy,
@@ -107,8 +112,7 @@ def replay(steps: list[dict], costs: StepCosts, widths=WIDTHS) -> list[dict]:
     for width in widths:
         row(f"fixed width {width}", [width] * len(steps))
     chosen = [confident_width(s["confidences"], costs, widths) for s in steps]
-    # A width-1 choice still paid for the draft its confidences came from.
-    row("per-step width from the drafter's confidence", chosen, costs.draft * chosen.count(1))
+    row("per-step width from the drafter's confidence", chosen, costs.drafted_step)
     row("oracle width (knows the accepted count)", [min(s["accepted"] + 1, max(widths)) for s in steps])
     return rows
 
@@ -143,6 +147,7 @@ def record_steps(
     drafter = load_drafter(drafter_path).float().eval()
     eos = target.generation_config.eos_token_id
     stops = tuple(eos) if isinstance(eos, list) else (eos,)
+    sampling = SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens, stop_token_ids=stops)
     seen: list[dict] = []
     draft_tokens, accept = reference.draft_tokens, reference.accept
 
@@ -160,9 +165,6 @@ def record_steps(
     try:
         with torch.no_grad():
             for prompt in tqdm(prompts, desc="reference decode"):
-                sampling = SamplingParams(
-                    temperature=0.0, max_new_tokens=max_new_tokens, stop_token_ids=stops
-                )
                 reference.spec_generate(target, drafter, [prompt], sampling)
     finally:
         reference.draft_tokens, reference.accept = draft_tokens, accept

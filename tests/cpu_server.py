@@ -29,6 +29,9 @@ DATA_DIRS = [os.environ.get("DFLASH_DATA", ""), os.path.join(ROOT, "..", "shared
 SHIPPED_SMOLLM2_DRAFTER = os.path.join(ROOT, "drafters", "smollm2-135m-instruct")
 # The shipped hot draft vocabulary (--speculative-token-map), built from the committed token stores.
 SHIPPED_SMOLLM2_TOKEN_MAP = os.path.join(SHIPPED_SMOLLM2_DRAFTER, "token-map-8192.pt")
+# Its server flags, the CPU speed configuration (docs/serving.md): drafts from the map's 8192 tokens
+# (a random drafter too), verification over the whole vocabulary.
+HOT_VOCABULARY = ("--speculative-token-map", SHIPPED_SMOLLM2_TOKEN_MAP)
 
 CPU_FLAGS = (
     "--device",

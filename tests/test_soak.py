@@ -29,7 +29,7 @@ import time
 
 import pytest
 import requests
-from cpu_server import SHIPPED_SMOLLM2_TOKEN_MAP, CpuServer, data_file, smollm2_drafter
+from cpu_server import HOT_VOCABULARY, CpuServer, data_file, smollm2_drafter
 
 from sglang_dflash.bench.soak import format_table, make_plan, reference_outputs, scrape_metrics, soak
 
@@ -128,8 +128,7 @@ def server(smollm2, drafter, reference, tmp_path_factory):
         "DFLASH",
         "--speculative-draft-model-path",
         drafter[0],
-        "--speculative-token-map",  # the CPU speed configuration: drafts from the shipped hot vocabulary
-        SHIPPED_SMOLLM2_TOKEN_MAP,
+        *HOT_VOCABULARY,
     )
     yield dflash
     dflash.shutdown()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from cpu_server import SHIPPED_SMOLLM2_TOKEN_MAP, CpuServer
+from cpu_server import CpuServer
 
 NUM_PROMPTS_PER_SET, MAX_NEW_TOKENS = 4, 64
 CHUNK = 48  # below every chat prompt's length: prefill always runs in several chunks
@@ -14,9 +14,6 @@ MAX_NEW_TOKENS_INSIDE_A_BLOCK = (1, 2, 7, 17, 33)
 # One request at a time is the slowest case on CPU (a few tokens per step for minutes): two prompts of
 # each set (HumanEval 0-1, GSM8K 4-5) cover it; every prompt runs at the higher concurrency.
 ONE_AT_A_TIME_PROMPTS = (0, 1, 4, 5)
-# The shipped hot draft vocabulary, the CPU speed configuration (docs/serving.md): it drafts from the
-# map's 8192 tokens (random drafter too) and verifies over the whole vocabulary.
-HOT_VOCABULARY = ("--speculative-token-map", SHIPPED_SMOLLM2_TOKEN_MAP)
 SUMMARY: dict[str, dict] = {}
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from cpu_server import HOT_VOCABULARY
 from serving_checks import (
     GREEDY,
-    HOT_VOCABULARY,
     check_aborts_leave_the_kv_pools_balanced,
     check_greedy_equals_plain,
     check_max_new_tokens_inside_a_block,

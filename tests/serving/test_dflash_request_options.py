@@ -15,7 +15,8 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from serving_checks import HOT_VOCABULARY, dflash_server, start_server
+from cpu_server import HOT_VOCABULARY
+from serving_checks import dflash_server, start_server
 
 pytestmark = pytest.mark.slow
 

@@ -5,9 +5,9 @@ CPU, against plain decoding (shared setup: conftest.py)."""
 from __future__ import annotations
 
 import pytest
+from cpu_server import HOT_VOCABULARY
 from serving_checks import (
     CHUNK,
-    HOT_VOCABULARY,
     check_aborts_leave_the_kv_pools_balanced,
     check_greedy_equals_plain,
     check_max_new_tokens_inside_a_block,
