@@ -568,22 +568,27 @@ def accepted_prefix_lengths(drafts: torch.Tensor, target_tokens: torch.Tensor) -
     return matches.cumprod(dim=1).sum(dim=1)
 
 
-# Block columns greedy_accept_by_columns asks for one at a time before asking for all the rest.
+# Block columns greedy_accept_by_columns asks for in small passes before asking for all the rest.
 SINGLE_COLUMNS = 2
 
 
 def greedy_accept_by_columns(
-    drafts: torch.Tensor, column_argmax: Callable[[torch.Tensor, int, int], torch.Tensor]
+    drafts: torch.Tensor,
+    column_argmax: Callable[[torch.Tensor, int, int], torch.Tensor],
+    cheap_rows: int = 1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`greedy_accept` asking for the target's argmax a few block columns at a time.
 
     ``column_argmax(requests, start, stop)`` -> the target's argmax [len(requests), stop - start]
-    after block positions ``start .. stop - 1`` for those requests.  Columns 0 and 1 are asked one
-    at a time, then every remaining column at once, each time only for the requests still
-    accepting: a step computes about one logits row per committed token instead of the block width
-    per request, in at most three lm_head passes (each pass reads the whole lm_head, which a CPU
-    step cannot afford once per column).  Same ``num_correct_drafts`` and committed tokens as
-    :func:`greedy_accept`; ``emitted`` entries past a request's committed ones are 0.
+    after block positions ``start .. stop - 1`` for those requests.  The first ``SINGLE_COLUMNS``
+    columns are asked in small passes, then every remaining column at once, each time only for the
+    requests still accepting: a step computes about one logits row per committed token instead of
+    the block width per request, in at most three lm_head passes (each pass reads the whole
+    lm_head, which a CPU step cannot afford once per column).  A small pass asks one column, or
+    as many as fit in ``cheap_rows`` rows over the requests still accepting, where an lm_head pass
+    over that many rows costs about one row's (the few-row product on CPU).  Same
+    ``num_correct_drafts`` and committed tokens as :func:`greedy_accept`; ``emitted`` entries past
+    a request's committed ones are 0.
     """
     bs, num_drafts = drafts.shape
     width = num_drafts + 1
@@ -591,12 +596,13 @@ def greedy_accept_by_columns(
     live = torch.arange(bs, device=drafts.device)
     start = 0
     while start < width and live.numel():
-        stop = start + 1 if start < SINGLE_COLUMNS else width
+        small_pass = max(1, cheap_rows // live.numel())
+        stop = min(width, start + small_pass) if start < SINGLE_COLUMNS else width
         tokens = column_argmax(live, start, stop)
         emitted[live, start:stop] = tokens
         if stop == width:
             break
-        live = live[tokens[:, -1] == drafts[live, start]]
+        live = live[(tokens == drafts[live, start:stop]).all(-1)]
         start = stop
     # Columns never asked hold 0, but they lie past each request's first rejection.
     return accepted_prefix_lengths(drafts, emitted), emitted

@@ -12,6 +12,7 @@ from importlib.metadata import entry_points
 import pytest
 import scenarios
 import torch
+from cpu_server import cpu_environment
 from drafter_edits import copy_drafter, edit_weights
 from transformers import Qwen2Config
 
@@ -84,6 +85,7 @@ def host(qwen3_pair, tmp_path_factory) -> dict:
     checks = {
         "workers": ("speculative_workers", {"target": target, "draft": drafter}),
         "requests": ("request_verdicts", {}),
+        "few-row linears": ("few_row_linears", {}),
     }
     for architecture in ("Qwen2ForCausalLM", "LlamaForCausalLM"):
         target_config = qwen2_config(root, architecture)
@@ -91,6 +93,12 @@ def host(qwen3_pair, tmp_path_factory) -> dict:
     for name, (draft, extra) in startup_error_cases(drafter, root).items():
         checks[f"startup: {name}"] = ("server_args", {"target": target, "draft": draft, "extra": extra})
     return scenarios.plugin_host(checks)
+
+
+@pytest.fixture(scope="module")
+def cpu_engine_host() -> dict:
+    """The host's linears with SGLang's CPU engine selected, as the CPU servers of the tests run it."""
+    return scenarios.plugin_host({"few-row linears": ("few_row_linears", {})}, env=cpu_environment())
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +137,15 @@ def test_the_scheduler_takes_logprobs_grammars_hidden_states_and_penalties(host)
     served = ("logprobs", "grammar", "hidden states", "penalty")
     assert [verdicts[name] for name in served] == [None] * len(served)
     assert "sglang-dflash: custom_logit_processor is" in verdicts["custom processor"]
+
+
+def test_cpu_engine_linears_of_2_to_16_rows_take_the_few_row_product_in_a_decode_step(cpu_engine_host):
+    # 1 and 17 rows, and 3 rows outside the decode step's context, keep the host's product.
+    assert cpu_engine_host["few-row linears"] == {"linear": [3, 16], "lm_head": [3, 16]}
+
+
+def test_gpu_processes_keep_the_hosts_linears_unhooked(host):
+    assert host["few-row linears"] == {"linear": [], "lm_head": []}
 
 
 def test_environment_switch_selects_the_builtin(builtin_host):

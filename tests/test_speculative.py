@@ -246,3 +246,51 @@ def test_greedy_acceptance_column_by_column_commits_what_the_whole_block_commits
     # Column 0 for all, column 1 for the three that accepted their first draft, the rest for the one
     # that accepted its second.
     assert asked == [([0, 1, 2, 3, 4, 5], 0, 1), ([0, 2, 5], 1, 2), ([0], 2, 5)]
+
+
+@pytest.mark.parametrize("cheap_rows", [2, 4, 12, 64])
+def test_wider_column_passes_commit_what_the_whole_block_commits(cheap_rows):
+    from sglang_dflash.speculative import greedy_accept_by_columns
+
+    g = torch.Generator().manual_seed(2)
+    bs, width, vocab = 7, 9, 3  # rejections at every column, some requests accept everything
+    target_logits = torch.randn(bs, width, vocab, generator=g)
+    drafts = torch.randint(0, vocab, (bs, width - 1), generator=g)
+    drafts[:2] = target_logits[:2, :-1].argmax(-1)
+    drafts[2, :5] = target_logits[2, :5].argmax(-1)
+    num_correct, emitted = greedy_accept_by_columns(
+        drafts, lambda rows, start, stop: target_logits[rows, start:stop].argmax(-1), cheap_rows
+    )
+    expected_correct, expected_emitted = greedy_accept(drafts, target_logits)
+    assert num_correct.tolist() == expected_correct.tolist()
+    assert len(set(num_correct.tolist())) >= 3
+    for r in range(bs):
+        n = int(num_correct[r]) + 1
+        assert torch.equal(emitted[r, :n], expected_emitted[r, :n])
+
+
+@pytest.mark.parametrize(
+    "requests, cheap_rows, passes",
+    [
+        ([0], 4, [(0, 4), (4, 8)]),  # one request: four columns in one pass, then the rest
+        ([0, 1], 4, [(0, 2), (2, 8)]),  # two requests: two columns each
+        ([0, 1, 2, 3, 4], 4, [(0, 1), (1, 2), (2, 8)]),  # more requests than cheap rows: one column
+        ([0], 1, [(0, 1), (1, 2), (2, 8)]),  # F.linear's lm_head: one column at a time
+    ],
+)
+def test_a_pass_asks_as_many_columns_as_fit_in_the_cheap_rows(requests, cheap_rows, passes):
+    from sglang_dflash.speculative import greedy_accept_by_columns
+
+    bs, width, vocab = len(requests), 8, 5
+    target_logits = torch.randn(bs, width, vocab, generator=torch.Generator().manual_seed(1))
+    drafts = target_logits[:, :-1].argmax(-1)  # every draft accepted: every pass is asked for
+    asked = []
+
+    def column_argmax(rows: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+        asked.append((start, stop))
+        return target_logits[rows, start:stop].argmax(-1)
+
+    num_correct, emitted = greedy_accept_by_columns(drafts, column_argmax, cheap_rows)
+    assert asked == passes
+    assert num_correct.tolist() == [width - 1] * bs
+    assert torch.equal(emitted, target_logits.argmax(-1))

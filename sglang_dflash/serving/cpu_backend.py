@@ -17,6 +17,11 @@ worker there; this module fills them, and :mod:`.plugin` installs them as hooks:
 - **Streams**: the overlap scheduler calls ``Tensor.record_stream`` on the relayed draft
   state; on a CPU tensor that raises, while stream lifetimes mean nothing there.
   :func:`allow_record_stream_on_cpu` makes it a no-op for CPU tensors only.
+
+And one for speed: inside a DFLASH decode step the target's linears and lm_head multiply their
+weights by a few rows, where ``F.linear`` is 2-3x slower on CPU than the one-row product;
+:func:`small_batch_linear_apply` and :func:`small_batch_lm_head` route them through
+:mod:`..kernels.small_batch_linear`.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import config_error
+from ..kernels import small_batch_linear
 
 if TYPE_CHECKING:
     from sglang.srt.layers.radix_attention import RadixAttention
@@ -289,3 +295,36 @@ def allow_record_stream_on_cpu() -> None:
     if torch.Tensor.record_stream is not _record_stream:
         torch.Tensor.record_stream = _record_stream
         logger.info("sglang-dflash: Tensor.record_stream is a no-op for CPU tensors in this process")
+
+
+# ----------------------------------------------------------------------------- few-row linears
+def small_batch_linear_apply(original, self, layer, x: torch.Tensor, bias: torch.Tensor | None = None):
+    """AROUND hook on ``UnquantizedLinearMethod.apply``: the target's linears inside a DFLASH
+    decode step take :mod:`..kernels.small_batch_linear`'s product (AMX-packed weights keep the
+    host's kernel)."""
+    if small_batch_linear.applies(x, layer.weight) and not getattr(layer, "use_intel_amx_backend", False):
+        return small_batch_linear.linear(x, layer.weight, bias)
+    return original(self, layer, x, bias)
+
+
+def small_batch_lm_head(original, self, hidden_states: torch.Tensor, lm_head, embedding_bias=None):
+    """AROUND hook on ``LogitsProcessor._compute_lm_head``: the host's plain lm_head branch
+    (``hidden @ weight.T``) inside a DFLASH decode step takes the few-row product; LoRA, quantized,
+    AMX-packed heads, an embedding bias and the RL on-policy head keep the host's path."""
+    from sglang.srt.layers.logits_processor import should_apply_lm_head_quant_method
+
+    weight = getattr(lm_head, "weight", None)
+    plain_head = (
+        embedding_bias is None
+        and weight is not None
+        and not hasattr(lm_head, "set_lora")
+        and not getattr(lm_head, "use_intel_amx_backend", False)
+        and getattr(self, "rl_on_policy_target", None) is None
+    )
+    if (
+        plain_head
+        and small_batch_linear.applies(hidden_states, weight)
+        and not should_apply_lm_head_quant_method(lm_head, getattr(lm_head, "quant_method", None))
+    ):
+        return small_batch_linear.linear(hidden_states, weight)
+    return original(self, hidden_states, lm_head, embedding_bias)

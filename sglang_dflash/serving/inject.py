@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 
 from ..kernels.norm_rope import norm_rope_torch, write_kv_torch, write_kv_triton
+from ..kernels.small_batch_linear import linear
 
 
 class ContextInjector:
@@ -56,7 +56,7 @@ class ContextInjector:
     def layer_kv(self, target_hidden: torch.Tensor) -> torch.Tensor:
         """[N, K*H] -> [N, L, 2, Hkv, D] un-normalised, un-rotated K and V of every layer."""
         context = self.model.project_context(target_hidden)
-        kv = F.linear(context, self.weight, self.bias)
+        kv = linear(context, self.weight, self.bias)
         return kv.view(-1, self.num_layers, 2, self.kv_heads, self.head_dim)
 
     @torch.no_grad()

@@ -31,6 +31,7 @@ from ..checkpoint import check_state_dict, published_name
 from ..config import DFlashConfig, config_error
 from ..draft_model import cos_sin_cache
 from ..kernels.norm_rope import norm_rope_torch, norm_rope_triton
+from ..kernels.small_batch_linear import SmallBatchLinear
 from .cpu_backend import process_serves_on_cpu
 from .tensor_parallel import RowParallelLinear, TPShard, vocab_embedding, vocab_logits
 
@@ -106,13 +107,13 @@ class DFlashSGLangLayer(nn.Module):
         self.head_dim = d
         self.q_size, self.kv_size = self.num_heads * d, self.num_kv_heads * d
         self.eps = config.rms_norm_eps
-        self.qkv_proj = nn.Linear(h, self.q_size + 2 * self.kv_size, bias=config.attention_bias)
+        self.qkv_proj = SmallBatchLinear(h, self.q_size + 2 * self.kv_size, bias=config.attention_bias)
         self.o_proj = RowParallelLinear(self.q_size, h, config.attention_bias, shard)
         self.q_norm_weight = nn.Parameter(torch.ones(d))
         self.k_norm_weight = nn.Parameter(torch.ones(d))
         self.input_layernorm_weight = nn.Parameter(torch.ones(h))
         self.post_attention_layernorm_weight = nn.Parameter(torch.ones(h))
-        self.gate_up_proj = nn.Linear(h, 2 * inter, bias=False)
+        self.gate_up_proj = SmallBatchLinear(h, 2 * inter, bias=False)
         self.down_proj = RowParallelLinear(inter, h, False, shard)
         self.attn = RadixAttention(
             self.num_heads,
@@ -188,7 +189,7 @@ class DFlashDrafterForSGLang(nn.Module):
             raise config_error("architectures", [self.dflash.architecture], expected)
         h = self.dflash.hidden_size
         self.shard = TPShard.current()
-        self.fc = nn.Linear(self.dflash.num_context_layers * h, h, bias=False)
+        self.fc = SmallBatchLinear(self.dflash.num_context_layers * h, h, bias=False)
         self.hidden_norm_weight = nn.Parameter(torch.ones(h))
         self.layers = nn.ModuleList(
             self.layer_class(self.dflash, i) for i in range(self.dflash.num_hidden_layers)

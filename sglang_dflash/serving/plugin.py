@@ -18,6 +18,8 @@ decode KV reservation through ``spec_info.prepare_for_decode``).  The hooks:
 - ``speculative_hook._handle_dflash``, ``TorchNativeAttnBackend.forward_extend`` and
   ``XGrammarGrammar.apply_vocab_mask`` (AROUND): DFLASH and grammars on SGLang's CPU device
   (:mod:`.cpu_backend`);
+- ``UnquantizedLinearMethod.apply`` and ``LogitsProcessor._compute_lm_head`` (AROUND, only in
+  CPU-engine processes): few-row linears inside a DFLASH decode step (:mod:`.cpu_backend`);
 - ``Scheduler.is_disable_overlap_for_batch`` (AROUND): a decode batch with penalties waits for
   the previous step's result, so the penalties count every committed token;
 - the model registry entry for ``DFlashDraftModel`` -> :class:`~.model.DFlashDrafterForSGLang`.
@@ -55,6 +57,8 @@ HANDLE_DFLASH = "sglang.srt.arg_groups.speculative_hook._handle_dflash"
 TORCH_NATIVE_EXTEND = "sglang.srt.layers.attention.torch_native_backend.TorchNativeAttnBackend.forward_extend"
 XGRAMMAR_APPLY = "sglang.srt.constrained.xgrammar_backend.XGrammarGrammar.apply_vocab_mask"
 OVERLAP_FOR_BATCH = "sglang.srt.managers.scheduler.Scheduler.is_disable_overlap_for_batch"
+UNQUANTIZED_LINEAR = "sglang.srt.layers.quantization.unquant.UnquantizedLinearMethod.apply"
+COMPUTE_LM_HEAD = "sglang.srt.layers.logits_processor.LogitsProcessor._compute_lm_head"
 
 
 class DFlashPluginError(BaseException):
@@ -233,6 +237,17 @@ OUR_HOOKS = (
 )
 
 
+def cpu_engine_hooks() -> list[tuple[str, object, str]]:
+    """The few-row linear hooks, installed only where SGLang runs on the CPU
+    (``SGLANG_USE_CPU_ENGINE=1``): GPU linears keep no extra Python frame."""
+    from .cpu_backend import small_batch_linear_apply, small_batch_lm_head
+
+    return [
+        (UNQUANTIZED_LINEAR, small_batch_linear_apply, "AROUND"),
+        (COMPUTE_LM_HEAD, small_batch_lm_head, "AROUND"),
+    ]
+
+
 def register_model() -> None:
     """Point SGLang's model registry's ``DFlashDraftModel`` and ``DFlash2DraftModel`` at our classes."""
     from sglang.srt.models.registry import ModelRegistry
@@ -265,11 +280,14 @@ def register() -> None:
     """Entry point called by ``sglang.srt.plugins.load_plugins`` in every SGLang process."""
     try:
         from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+        from sglang.srt.utils import is_cpu
 
         impl = active_implementation()
         hooks = [(CREATE_WORKER, _create_worker, "AROUND")]
         if impl == OURS:
             hooks += list(OUR_HOOKS)
+            if is_cpu():
+                hooks += cpu_engine_hooks()
             register_model()
         for target, hook, kind in hooks:
             HookRegistry.register(target, hook, HookType[kind])

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import DFlashConfig, config_error
+from ..kernels.small_batch_linear import linear
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,7 +107,7 @@ def vocab_embedding(input_ids: torch.Tensor, weight: torch.Tensor, shard: TPShar
 
 def vocab_logits(hidden: torch.Tensor, head: torch.Tensor, shard: TPShard) -> torch.Tensor:
     """[N, V_padded] logits: this rank's shard of the lm_head, all-gathered in shard order."""
-    logits = F.linear(hidden, head)
+    logits = linear(hidden, head)
     if shard.size == 1:
         return logits
     from sglang.srt.distributed import tensor_model_parallel_all_gather
@@ -140,7 +141,7 @@ class RowParallelLinear(torch.nn.Module):
         self.bias = torch.nn.Parameter(torch.zeros(out_features)) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = all_reduce(F.linear(x, self.weight), self.shard)
+        out = all_reduce(linear(x, self.weight), self.shard)
         return out if self.bias is None else out + self.bias
 
 

@@ -48,6 +48,8 @@ from ..adaptive import ADAPTIVE_ATTR, AdaptiveConfig, VerifyWidthPolicy
 from ..bench.report import PHASE_NAMES
 from ..config import DFlashConfig
 from ..grammar import BlockGrammar
+from ..kernels import small_batch_linear
+from ..kernels.small_batch_linear import small_batch_linears
 from ..token_map import read_token_map
 from .inject import ContextInjector
 from .outputs import DeferredLogits, FinalHiddenStates, committed_logprobs
@@ -188,6 +190,12 @@ def deferred_verify_logits(model_runner, shard: TPShard) -> DeferredLogits | Non
     return DeferredLogits(processor)
 
 
+def small_batch_linears_setting(device) -> bool:
+    """Few-row linears (:mod:`..kernels.small_batch_linear`) in the decode step: on a CPU device
+    unless ``SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR=0``."""
+    return torch.device(device).type == "cpu" and env_switch(small_batch_linear.ENV)
+
+
 def check_draft_dtype(target_dtype: torch.dtype, draft_dtype: torch.dtype) -> None:
     """The drafter's runtime dtype must be the target's (fused projections mix both)."""
     if draft_dtype != target_dtype:
@@ -240,6 +248,9 @@ class StepInputs:
     # Tensor parallelism: (*tensors) -> rank 0's values on every rank, applied to the drafts and to
     # the acceptance decision (.tensor_parallel.agree); None on one rank.
     agree: Callable[..., tuple[torch.Tensor, ...]] | None = None
+    # Deferred verify logits: rows an lm_head pass reads for about one row's cost (the few-row
+    # product on CPU), so greedy acceptance asks that many block columns in one pass.
+    cheap_rows: int = 1
 
 
 @dataclasses.dataclass
@@ -534,7 +545,9 @@ def decode_step(
     with profiler.phase("accept_inject_ms"):
         with profiler.detail("accept_ms"):
             if deferred:
-                num_correct_drafts, emitted = spec.greedy_accept_by_columns(drafts, target_logits)
+                num_correct_drafts, emitted = spec.greedy_accept_by_columns(
+                    drafts, target_logits, inputs.cheap_rows
+                )
             else:
                 num_correct_drafts, emitted = spec.accept(drafts, draft_probs, target_logits, sampling, draws)
             if inputs.agree is not None:
@@ -610,6 +623,7 @@ class DFlashWorker(BaseSpecWorker):
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
         self.mask_drafts = mask_drafts_setting()
         self.deferred_logits = deferred_verify_logits(target_worker.model_runner, self.tp_shard)
+        self.small_batch_linears = small_batch_linears_setting(self.device)
         profile = os.environ.get(PROFILE_ENV)
         self.profiler = make_profiler(profile, self.device)
         hot = getattr(self.draft_model, "hot_token_ids", None)
@@ -773,27 +787,30 @@ class DFlashWorker(BaseSpecWorker):
                 return deferred.column_argmax(width), hidden
             return logits_output.next_token_logits, hidden
 
-        step = decode_step(
-            StepInputs(
-                bonus_tokens=batch.spec_info.bonus_tokens,
-                seq_lens=seq_lens,
-                out_cache_loc=out_cache_loc,
-                block_size=block_size,
-                mask_token_id=self.mask_token_id,
-                sampling=sampling,
-                verify_width=width,
-                grammar=grammar,
-                penalties=penalties,
-                logit_bias=sampling_info.logit_bias,
-                selector=getattr(self.draft_model, "select_drafts", None),
-                agree=functools.partial(agree, shard=self.tp_shard) if self.tp_shard.size > 1 else None,
-            ),
-            draft=draft,
-            verify=verify,
-            inject=self.injector,
-            publish=on_publish,
-            profiler=self.profiler,
-        )
+        # Verify, draft and inject multiply weights by a few rows: the faster product on CPU.
+        with small_batch_linears(self.small_batch_linears):
+            step = decode_step(
+                StepInputs(
+                    bonus_tokens=batch.spec_info.bonus_tokens,
+                    seq_lens=seq_lens,
+                    out_cache_loc=out_cache_loc,
+                    block_size=block_size,
+                    mask_token_id=self.mask_token_id,
+                    sampling=sampling,
+                    verify_width=width,
+                    grammar=grammar,
+                    penalties=penalties,
+                    logit_bias=sampling_info.logit_bias,
+                    selector=getattr(self.draft_model, "select_drafts", None),
+                    agree=functools.partial(agree, shard=self.tp_shard) if self.tp_shard.size > 1 else None,
+                    cheap_rows=small_batch_linear.CHEAP_ROWS if self.small_batch_linears else 1,
+                ),
+                draft=draft,
+                verify=verify,
+                inject=self.injector,
+                publish=on_publish,
+                profiler=self.profiler,
+            )
         if self.width_policy is not None:
             # On CPU the step ran synchronously: its wall time and acceptance are already known.
             self.width_policy.observe(

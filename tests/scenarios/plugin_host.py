@@ -161,6 +161,41 @@ def drafter_dtype_in_worker(target: str, draft: str) -> dict[str, Any]:
     )
 
 
+def few_row_linears() -> dict[str, list[int]]:
+    """The row counts of the host's linear and lm_head calls that our few-row product served, for
+    1, 3, 16 and 17 rows inside the decode-step context and 3 rows outside it."""
+    import torch
+    from sglang.srt.layers.logits_processor import LogitsProcessor
+    from sglang.srt.layers.quantization.unquant import UnquantizedLinearMethod
+
+    from sglang_dflash.kernels import small_batch_linear
+
+    served: list[int] = []
+    real = small_batch_linear.linear
+
+    def counting(x, weight, bias=None):
+        served.append(x.shape[0])
+        return real(x, weight, bias)
+
+    small_batch_linear.linear = counting
+    layer = SimpleNamespace(weight=torch.randn(8, 4))
+    processor = SimpleNamespace(use_fp32_lm_head=False, rl_on_policy_target=None)
+    result = {}
+    for name, call in (
+        ("linear", lambda x: UnquantizedLinearMethod().apply(layer, x)),
+        ("lm_head", lambda x: LogitsProcessor._compute_lm_head(processor, x, layer)),
+    ):
+        served.clear()
+        call(torch.randn(3, 4))
+        with small_batch_linear.small_batch_linears():
+            for rows in (1, 3, 16, 17):
+                out = call(torch.randn(rows, 4))
+                assert out.shape == (rows, 8), out.shape
+        result[name] = list(served)
+    small_batch_linear.linear = real
+    return result
+
+
 CHECKS: dict[str, Callable[..., Any]] = {
     check.__name__: check
     for check in (
@@ -172,6 +207,7 @@ CHECKS: dict[str, Callable[..., Any]] = {
         capture_layers,
         drafter_dtype_host_auto,
         drafter_dtype_in_worker,
+        few_row_linears,
     )
 }
 
