@@ -569,7 +569,7 @@ def accepted_prefix_lengths(drafts: torch.Tensor, target_tokens: torch.Tensor) -
 
 
 # Block columns greedy_accept_by_columns asks for in small passes before asking for all the rest.
-SINGLE_COLUMNS = 2
+SMALL_PASS_COLUMNS = 2
 
 
 def greedy_accept_by_columns(
@@ -580,7 +580,7 @@ def greedy_accept_by_columns(
     """:func:`greedy_accept` asking for the target's argmax a few block columns at a time.
 
     ``column_argmax(requests, start, stop)`` -> the target's argmax [len(requests), stop - start]
-    after block positions ``start .. stop - 1`` for those requests.  The first ``SINGLE_COLUMNS``
+    after block positions ``start .. stop - 1`` for those requests.  The first ``SMALL_PASS_COLUMNS``
     columns are asked in small passes, then every remaining column at once, each time only for the
     requests still accepting: a step computes about one logits row per committed token instead of
     the block width per request, in at most three lm_head passes (each pass reads the whole
@@ -597,7 +597,7 @@ def greedy_accept_by_columns(
     start = 0
     while start < width and live.numel():
         small_pass = max(1, cheap_rows // live.numel())
-        stop = min(width, start + small_pass) if start < SINGLE_COLUMNS else width
+        stop = min(width, start + small_pass) if start < SMALL_PASS_COLUMNS else width
         tokens = column_argmax(live, start, stop)
         emitted[live, start:stop] = tokens
         if stop == width:

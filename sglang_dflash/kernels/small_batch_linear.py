@@ -59,6 +59,11 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     """``F.linear(x, weight, bias)``, computed as ``mm(weight, x.T).T`` where :func:`applies`."""
     if not applies(x, weight):
         return F.linear(x, weight, bias)
+    return few_row_product(x, weight, bias)
+
+
+def few_row_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``mm(weight, x.T).T (+ bias)`` in ``x``'s leading shape, for callers that checked :func:`applies`."""
     rows = x.reshape(-1, x.shape[-1])
     out = torch.mm(weight, rows.t()).t().contiguous()
     if bias is not None:

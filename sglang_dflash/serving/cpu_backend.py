@@ -303,7 +303,7 @@ def small_batch_linear_apply(original, self, layer, x: torch.Tensor, bias: torch
     decode step take :mod:`..kernels.small_batch_linear`'s product (AMX-packed weights keep the
     host's kernel)."""
     if small_batch_linear.applies(x, layer.weight) and not getattr(layer, "use_intel_amx_backend", False):
-        return small_batch_linear.linear(x, layer.weight, bias)
+        return small_batch_linear.few_row_product(x, layer.weight, bias)
     return original(self, layer, x, bias)
 
 
@@ -326,5 +326,5 @@ def small_batch_lm_head(original, self, hidden_states: torch.Tensor, lm_head, em
         and small_batch_linear.applies(hidden_states, weight)
         and not should_apply_lm_head_quant_method(lm_head, getattr(lm_head, "quant_method", None))
     ):
-        return small_batch_linear.linear(hidden_states, weight)
+        return small_batch_linear.few_row_product(hidden_states, weight)
     return original(self, hidden_states, lm_head, embedding_bias)

@@ -171,13 +171,13 @@ def few_row_linears() -> dict[str, list[int]]:
     from sglang_dflash.kernels import small_batch_linear
 
     served: list[int] = []
-    real = small_batch_linear.linear
+    real = small_batch_linear.few_row_product
 
     def counting(x, weight, bias=None):
         served.append(x.shape[0])
         return real(x, weight, bias)
 
-    small_batch_linear.linear = counting
+    small_batch_linear.few_row_product = counting
     layer = SimpleNamespace(weight=torch.randn(8, 4))
     processor = SimpleNamespace(use_fp32_lm_head=False, rl_on_policy_target=None)
     result = {}
@@ -192,7 +192,7 @@ def few_row_linears() -> dict[str, list[int]]:
                 out = call(torch.randn(rows, 4))
                 assert out.shape == (rows, 8), out.shape
         result[name] = list(served)
-    small_batch_linear.linear = real
+    small_batch_linear.few_row_product = real
     return result
 
 
