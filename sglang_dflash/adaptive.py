@@ -15,7 +15,10 @@ The policy picks, per step, the width with the highest expected throughput for t
 ``a`` is the probability that a draft is accepted given that the previous one was, estimated
 from the steps that verified drafts (a censored geometric count: ``s`` accepted drafts, ``f``
 rejections seen; a step that accepted all ``k - 1`` drafts says nothing about position ``k``).
-Both the acceptance counts and the step times decay, so the choice follows the text and the load.
+The acceptance counts decay, so the choice follows the text; a step time is the median of the
+last ``time_window`` steps measured at that bucket and width, so it follows the load while one
+slow step (a prefill or another process taking the core) cannot hold a width's estimate up for
+the many steps until it is measured again.
 Widths never measured at a bucket are tried once first; every ``explore_every`` steps at a bucket
 the neighbouring width (next narrower or wider candidate) measured longest ago is tried again, so
 a drafter that improves (or a load that drops) is noticed even while plain decoding is chosen,
@@ -25,8 +28,10 @@ is on the host.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,8 +47,10 @@ class AdaptiveConfig:
 
     widths: tuple[int, ...] = DEFAULT_WIDTHS  # candidate verify widths (capped at the block size)
     explore_every: int = 32  # steps per batch-size bucket between re-measurements
-    accept_decay: float = 0.9  # per-step decay of the acceptance counts
-    time_decay: float = 0.7  # weight of the previous mean step time when a new one is measured
+    # Per-step decay of the acceptance counts: about 1 / (1 - decay) steps of evidence (at one
+    # request a step sees one or two drafts; 0.9 let a few unlucky steps decide).
+    accept_decay: float = 0.95
+    time_window: int = 5  # a width's step time is the median of its last time_window measurements
     prior_accepted: float = 1.0  # pseudo-counts: before any evidence a = 0.5
     prior_rejected: float = 1.0
 
@@ -56,18 +63,16 @@ class AdaptiveConfig:
         ):
             raise ValueError(f"{ADAPTIVE_CONFIG_FLAG}: widths is {widths!r}; expected integers >= 1")
         object.__setattr__(self, "widths", tuple(sorted(set(widths))))
-        if (
-            isinstance(self.explore_every, bool)
-            or not isinstance(self.explore_every, int)
-            or self.explore_every < 2
-        ):
+        for name in ("explore_every", "time_window"):
+            value, least = getattr(self, name), 2 if name == "explore_every" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(
+                    f"{ADAPTIVE_CONFIG_FLAG}: {name} is {value!r}; expected an integer >= {least}"
+                )
+        if not isinstance(self.accept_decay, (int, float)) or not 0 <= self.accept_decay < 1:
             raise ValueError(
-                f"{ADAPTIVE_CONFIG_FLAG}: explore_every is {self.explore_every!r}; expected an integer >= 2"
+                f"{ADAPTIVE_CONFIG_FLAG}: accept_decay is {self.accept_decay!r}; expected a number in [0, 1)"
             )
-        for name in ("accept_decay", "time_decay"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0 <= value < 1:
-                raise ValueError(f"{ADAPTIVE_CONFIG_FLAG}: {name} is {value!r}; expected a number in [0, 1)")
         for name in ("prior_accepted", "prior_rejected"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value > 0:
@@ -138,8 +143,13 @@ def batch_bucket(bs: int) -> int:
 
 @dataclasses.dataclass
 class _Timing:
-    seconds: float  # decaying mean step time
+    recent: collections.deque[float]  # the last time_window step times, oldest first
     measured_at: int  # the bucket's step count when last measured
+
+    @property
+    def seconds(self) -> float:
+        """The estimate: the median of the recent step times."""
+        return statistics.median(self.recent)
 
 
 class VerifyWidthPolicy:
@@ -151,6 +161,8 @@ class VerifyWidthPolicy:
         self.rejected = 0.0  # decayed count of rejections (a step that stopped before its last draft)
         self.timings: dict[tuple[int, int], _Timing] = {}
         self.steps: dict[int, int] = {}  # per bucket
+        # The last step's (bs, width, start) until the next step starts (None after a prefill).
+        self.open_step: tuple[int, int, float] | None = None
 
     @property
     def accept_prob(self) -> float:
@@ -189,15 +201,50 @@ class VerifyWidthPolicy:
         seconds = self.timings[batch_bucket(bs), width].seconds
         return bs * expected_accept_lens(self.accept_prob, width) / max(seconds, 1e-9)
 
+    def step_started(self, now: float) -> None:
+        """A decode step starts: the previous one is timed from its start to now.
+
+        Start to start is the whole scheduler cycle a width costs (its passes, the host's batch
+        preparation and result processing, the other server processes sharing the cores), not
+        only the worker's part.
+        """
+        if self.open_step is not None:
+            bs, width, started = self.open_step
+            self.record_time(bs, width, now - started)
+        self.open_step = None
+
+    def step_finished(self, bs: int, width: int, started: float, num_correct_drafts: Sequence[int]) -> None:
+        """A step that started at ``started`` accepted these drafts (timed when the next one starts)."""
+        self.record_acceptance(width, num_correct_drafts)
+        self.open_step = (bs, width, started)
+
+    def cycle_interrupted(self) -> None:
+        """Something else ran since the last step (a prefill): that cycle times no width."""
+        self.open_step = None
+
     def observe(self, bs: int, width: int, seconds: float, num_correct_drafts: Sequence[int] | None) -> None:
         """Fold in one finished step: its wall time and, per request, the drafts it accepted."""
+        self.record_time(bs, width, seconds)
+        self.record_acceptance(width, num_correct_drafts or ())
+
+    def record_time(self, bs: int, width: int, seconds: float) -> None:
+        """One step's wall time at this batch size and width."""
         bucket = batch_bucket(bs)
-        previous = self.timings.get((bucket, width))
-        if previous is not None:
-            decay = self.config.time_decay
-            seconds = decay * previous.seconds + (1 - decay) * seconds
-        self.timings[bucket, width] = _Timing(seconds, self.steps.get(bucket, 0))
-        if width > 1 and num_correct_drafts:
-            decay = self.config.accept_decay
-            self.accepted = decay * self.accepted + sum(num_correct_drafts)
-            self.rejected = decay * self.rejected + sum(1 for n in num_correct_drafts if n < width - 1)
+        timing = self.timings.get((bucket, width))
+        if timing is None:
+            recent = collections.deque(maxlen=self.config.time_window)
+            timing = self.timings[bucket, width] = _Timing(recent, 0)
+        timing.recent.append(seconds)
+        timing.measured_at = self.steps.get(bucket, 0)
+
+    def record_acceptance(self, width: int, num_correct_drafts: Sequence[int]) -> None:
+        """One step's accepted drafts per request.  The counts decay at every step, plain decoding's
+        too: while the policy decodes plainly it sees no drafts, and evidence from before (often the
+        unlucky run of rejections that made it stop drafting) must fade, or one bad stretch would
+        keep it from drafting long after the text has changed."""
+        decay = self.config.accept_decay
+        self.accepted *= decay
+        self.rejected *= decay
+        if width > 1:
+            self.accepted += sum(num_correct_drafts)
+            self.rejected += sum(1 for n in num_correct_drafts if n < width - 1)

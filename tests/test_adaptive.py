@@ -91,8 +91,51 @@ def test_a_step_that_accepts_every_verified_draft_counts_no_rejection():
     policy.observe(2, 4, 0.01, [3, 3])
     assert policy.rejected == 0
     assert policy.accepted == 6
-    policy.observe(2, 1, 0.01, [0, 0])  # plain decoding says nothing about drafts
-    assert (policy.accepted, policy.rejected) == (6, 0)
+    policy.observe(2, 1, 0.01, [0, 0])  # plain decoding says nothing about drafts: the counts only decay
+    assert (policy.accepted, policy.rejected) == (6 * policy.config.accept_decay, 0)
+
+
+def test_after_a_run_of_rejections_plain_decoding_drafts_again_without_a_probe():
+    """The evidence that sent the policy to plain decoding fades while it decodes plainly (no drafts
+    seen), so it drafts again by itself: before, only a probe every explore_every steps could
+    outweigh that evidence, and one bad stretch kept a good drafter off for hundreds of steps."""
+    seconds = cpu_like_seconds(1)
+    policy = policy_with(seconds, bs=1, accepted_fraction=0.6)
+    assert policy.choose(1) > 1
+    for _ in range(12):  # an unlucky stretch: nothing accepted
+        policy.observe(1, 4, seconds[4], [0])
+    assert policy.choose(1) == 1
+    plain_steps = 0
+    while policy.choose(1) == 1 and plain_steps < 200:
+        policy.observe(1, 1, seconds[1], [0])
+        plain_steps += 1
+    assert plain_steps < 100, plain_steps
+
+
+def test_one_slow_step_does_not_move_a_widths_time():
+    """A width's time is the median of its recent steps: a prefill or another process taking the
+    core for one step changes nothing, while a lasting change in load is followed."""
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS, time_window=5))
+    for seconds in (0.10, 0.11, 0.10, 0.95, 0.10):
+        policy.record_time(1, 4, seconds)
+    assert policy.timings[1, 4].seconds == pytest.approx(0.10)
+    for _ in range(3):
+        policy.record_time(1, 4, 0.2)
+    assert policy.timings[1, 4].seconds == pytest.approx(0.2)
+
+
+def test_a_step_is_timed_from_its_start_to_the_next_steps_start_and_not_across_a_prefill():
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS))
+    policy.step_started(10.0)
+    policy.step_finished(2, 4, 10.0, [1, 0])
+    policy.step_started(10.3)  # the scheduler's whole cycle: 0.3 s
+    assert policy.timings[2, 4].seconds == pytest.approx(0.3)
+    policy.step_finished(2, 1, 10.3, [0, 0])
+    policy.cycle_interrupted()  # a prefill ran before the next step
+    policy.step_started(20.0)
+    assert (2, 1) not in policy.timings
+    decay = policy.config.accept_decay
+    assert (policy.accepted, policy.rejected) == pytest.approx((1 * decay, 2 * decay))
 
 
 def test_batch_sizes_share_step_times_by_power_of_two():
@@ -110,6 +153,8 @@ def test_widths_are_capped_at_the_block_size_which_is_always_a_candidate():
         ({"widths": []}, "widths is []"),
         ({"widths": [0, 4]}, "widths is [0, 4]"),
         ({"explore_every": 1}, "explore_every is 1"),
+        ({"time_window": 0}, "time_window is 0; expected an integer >= 1"),
+        ({"time_decay": 0.7}, "keys ['time_decay'] are unknown"),
         ({"accept_decay": 1.0}, "accept_decay is 1.0"),
         ({"prior_rejected": 0}, "prior_rejected is 0"),
         ({"candidate_steps": [1, 3]}, "keys ['candidate_steps'] are unknown"),

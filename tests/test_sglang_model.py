@@ -124,6 +124,10 @@ def test_block_logits_equal_the_reference(any_pair, use_triton):
     )
     with forward_context(ForwardContext(attn_backend=TorchBlockAttention(pool, req_to_token))):
         got = model(block.reshape(-1), positions.reshape(-1), fb).next_token_logits.view(2, block_size, -1)
+        fb.spec_info.logit_columns = (1, 3)  # a width-3 step reads its two drafts' columns only
+        drafts_only = model(block.reshape(-1), positions.reshape(-1), fb).next_token_logits
+    assert drafts_only.shape == (2 * 2, got.shape[-1])
+    assert torch.allclose(drafts_only.view(2, 2, -1), got[:, 1:3], atol=1e-5)
 
     for r, n in enumerate(lengths):
         cache = reference.new_cache(1, "cpu", torch.float32)

@@ -331,6 +331,7 @@ def test_prefill_without_the_captured_layers_raises_naming_target_and_layers(hid
         model_runner=SimpleNamespace(model_config=target_model_config()),
     )
     worker.dflash, worker.block_size, worker.device = drafter_config(), 4, "cpu"
+    worker.width_policy = None
     worker.injector = lambda *args: None
     worker.final_hidden = FinalHiddenStates(worker._target_worker.model_runner)
     batch = SimpleNamespace(

@@ -119,3 +119,11 @@ def test_the_worker_takes_it_on_cpu_unless_switched_off(monkeypatch):
     monkeypatch.setenv(small_batch_linear.ENV, "yes")
     with pytest.raises(ValueError, match="SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR is 'yes'; expected"):
         small_batch_linears_setting("cpu")
+
+
+def test_a_width_1_step_keeps_plain_decodings_product():
+    from sglang_dflash.serving.worker import step_uses_few_row_linears
+
+    assert step_uses_few_row_linears(True, 4) and step_uses_few_row_linears(True, 16)
+    assert not step_uses_few_row_linears(True, 1)  # plain decoding's shape: plain decoding's product
+    assert not step_uses_few_row_linears(False, 4)

@@ -36,6 +36,18 @@ from .cpu_backend import process_serves_on_cpu
 from .tensor_parallel import RowParallelLinear, TPShard, vocab_embedding, vocab_logits
 
 
+def logit_rows(hidden: torch.Tensor, spec_info) -> torch.Tensor:
+    """The rows of ``hidden`` [bs * block, H] at the block columns ``spec_info.logit_columns =
+    (start, stop)`` of each request, [bs * (stop - start), H] (every row when it is None or absent):
+    the lm_head runs over those only."""
+    columns = getattr(spec_info, "logit_columns", None)
+    if columns is None:
+        return hidden
+    start, stop = columns
+    dim = hidden.shape[-1]
+    return hidden.view(-1, spec_info.draft_token_num, dim)[:, start:stop].reshape(-1, dim)
+
+
 # ----------------------------------------------------------------------------- fused ops
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     if x.is_cuda:
@@ -284,7 +296,9 @@ class DFlashDrafterForSGLang(nn.Module):
         for layer in self.layers:
             hidden, residual = layer(positions, hidden, residual, forward_batch, self.cos_sin)
         hidden, _ = add_rms_norm(hidden, residual, self.norm_weight, self.eps)
-        logits = self.logits(hidden, full_vocab=getattr(forward_batch.spec_info, "full_vocab", False))
+        spec_info = forward_batch.spec_info
+        full_vocab = getattr(spec_info, "full_vocab", False)
+        logits = self.logits(logit_rows(hidden, spec_info), full_vocab=full_vocab)
         return LogitsProcessorOutput(next_token_logits=logits, hidden_states=None)
 
     # ------------------------------------------------------------------ weights

@@ -27,6 +27,7 @@ class DFlashBlockInput(SpecInput):
         draft_token_num: int,
         capture_hidden_mode: CaptureHiddenMode,
         full_vocab: bool = False,
+        logit_columns: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(SpecInputType.DFLASH_VERIFY)
         self.draft_token = draft_token
@@ -35,6 +36,9 @@ class DFlashBlockInput(SpecInput):
         self.capture_hidden_mode = capture_hidden_mode
         # A drafter with a hot vocabulary (--speculative-token-map) drafts the whole one this pass.
         self.full_vocab = full_vocab
+        # Block columns [start, stop) whose logits the drafter returns (None: every column).  A step
+        # reads the drafts' columns only, 1 .. width - 1; CUDA graphs keep every column.
+        self.logit_columns = logit_columns
         self.custom_mask = None  # causal (target) or bidirectional (ENCODER_ONLY drafter) by layer
         self.num_tokens_per_req = draft_token_num
         self.num_tokens_for_logprob_per_req = draft_token_num

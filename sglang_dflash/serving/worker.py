@@ -196,6 +196,16 @@ def small_batch_linears_setting(device) -> bool:
     return torch.device(device).type == "cpu" and env_switch(small_batch_linear.ENV)
 
 
+def step_uses_few_row_linears(enabled: bool, verify_width: int) -> bool:
+    """Whether a decode step runs its linears through the few-row product (when ``enabled``).
+
+    A width-1 step is plain decoding's shape (one row per request) and keeps plain decoding's
+    product, so the adaptive policy's plain steps cost what plain decoding costs: at 6-12 rows, a
+    batch of that many requests, the few-row product is slower than ``F.linear`` on small weights.
+    """
+    return enabled and verify_width > 1
+
+
 def check_draft_dtype(target_dtype: torch.dtype, draft_dtype: torch.dtype) -> None:
     """The drafter's runtime dtype must be the target's (fused projections mix both)."""
     if draft_dtype != target_dtype:
@@ -487,7 +497,8 @@ def decode_step(
 ) -> StepResult:
     """One DFlash step, independent of how the passes run (SGLang runners on GPU, plain PyTorch in tests).
 
-    ``draft(block, positions)`` -> logits [bs * block_size, V] of every block position;
+    ``draft(block, positions)`` -> logits [bs * block_size, V] of every block position, or
+    [bs * (width - 1), V] of the draft positions 1 .. width - 1 only;
     ``verify(tokens, positions, slots)`` -> (target logits [bs * width, V], captured target hidden
     [bs * width, K*H]) for the first ``width = verify_width`` block positions, at those KV slots;
     for an all-greedy batch without penalties, grammar or ``logit_bias``, the logits may come as
@@ -509,7 +520,10 @@ def decode_step(
         # [bonus token, MASK x (block_size - 1)] in one bidirectional pass over [context ; block].
         drafts, draft_probs = block[:, 1:1], None  # width 1: no drafts, plain decoding
         if width > 1:
-            draft_logits = draft(block, positions.reshape(-1)).view(bs, block_size, -1)[:, 1:width]
+            logits = draft(block, positions.reshape(-1))
+            draft_logits = logits.view(bs, -1, logits.shape[-1])
+            if draft_logits.shape[1] == block_size:  # every column came back: keep the drafts'
+                draft_logits = draft_logits[:, 1:width]
             if inputs.penalties is not None:
                 spec.apply_penalties_(draft_logits, inputs.penalties)
             if inputs.selector is not None:
@@ -675,6 +689,8 @@ class DFlashWorker(BaseSpecWorker):
         return self._decode(batch, on_publish)
 
     def _prefill(self, batch, on_publish) -> GenerationBatchResult:
+        if self.width_policy is not None:
+            self.width_policy.cycle_interrupted()
         with self.final_hidden.collect(batch.return_hidden_states) as final_hidden:
             result = self.target_worker.forward_batch_generation(
                 batch, capture_hidden_mode=CaptureHiddenMode.FULL
@@ -707,12 +723,15 @@ class DFlashWorker(BaseSpecWorker):
         capture: CaptureHiddenMode,
         width: int,
         full_vocab: bool = False,
+        logit_columns: tuple[int, int] | None = None,
     ) -> ForwardBatch:
         """A TARGET_VERIFY forward over ``width`` tokens per request (the host restores batch fields)."""
         batch.forward_mode = ForwardMode.TARGET_VERIFY
         batch.input_ids = block.reshape(-1)
         batch.out_cache_loc = out_cache_loc
-        batch.spec_info = DFlashBlockInput(batch.input_ids, positions, width, capture, full_vocab)
+        batch.spec_info = DFlashBlockInput(
+            batch.input_ids, positions, width, capture, full_vocab, logit_columns
+        )
         return ForwardBatch.init_new(
             batch, runner, capture_hidden_mode=capture, return_hidden_states_before_norm=False
         )
@@ -725,11 +744,11 @@ class DFlashWorker(BaseSpecWorker):
         seq_lens = batch.seq_lens
         passes = BlockPasses()
         width = block_size
+        started = time.perf_counter()
         if self.width_policy is not None:
+            self.width_policy.step_started(started)
             # Timed per rank, so the ranks' choices can differ: rank 0's is everyone's.
             width = agree_int(self.width_policy.choose(bs), self.tp_shard, self.device)
-
-        started = time.perf_counter()
         # ForwardBatch.init_new refreshes sampling_info.grammars only later, in the passes.
         grammar = BlockGrammar.of_batch(
             [req.grammar for req in batch.reqs] if batch.has_grammar else None,
@@ -757,6 +776,8 @@ class DFlashWorker(BaseSpecWorker):
                 block_size,
                 # Drafts chosen under a grammar may need tokens outside a hot vocabulary.
                 full_vocab=grammar is not None and grammar.mask_drafts,
+                # The lm_head over the drafts' columns only; a CUDA graph replays every column.
+                logit_columns=(1, width) if torch.device(self.device).type == "cpu" else None,
             )
             return self.draft_runner.forward(passes.draft_batch).logits_output.next_token_logits
 
@@ -788,7 +809,8 @@ class DFlashWorker(BaseSpecWorker):
             return logits_output.next_token_logits, hidden
 
         # Verify, draft and inject multiply weights by a few rows: the faster product on CPU.
-        with small_batch_linears(self.small_batch_linears):
+        few_rows = step_uses_few_row_linears(self.small_batch_linears, width)
+        with small_batch_linears(few_rows):
             step = decode_step(
                 StepInputs(
                     bonus_tokens=batch.spec_info.bonus_tokens,
@@ -803,7 +825,7 @@ class DFlashWorker(BaseSpecWorker):
                     logit_bias=sampling_info.logit_bias,
                     selector=getattr(self.draft_model, "select_drafts", None),
                     agree=functools.partial(agree, shard=self.tp_shard) if self.tp_shard.size > 1 else None,
-                    cheap_rows=small_batch_linear.CHEAP_ROWS if self.small_batch_linears else 1,
+                    cheap_rows=small_batch_linear.CHEAP_ROWS if few_rows else 1,
                 ),
                 draft=draft,
                 verify=verify,
@@ -812,10 +834,8 @@ class DFlashWorker(BaseSpecWorker):
                 profiler=self.profiler,
             )
         if self.width_policy is not None:
-            # On CPU the step ran synchronously: its wall time and acceptance are already known.
-            self.width_policy.observe(
-                bs, width, time.perf_counter() - started, step.num_correct_drafts.tolist()
-            )
+            # On CPU the step ran synchronously: its acceptance is already known.
+            self.width_policy.step_finished(bs, width, started, step.num_correct_drafts.tolist())
         logits_output = passes.verify_result.logits_output
         if batch.return_logprob:
             committed_logprobs(batch, logits_output, step.emitted)

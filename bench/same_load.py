@@ -1,0 +1,202 @@
+"""Same-load A/B on a CPU server: modes interleaved round by round, so each comparison is minutes apart.
+
+``sglang-dflash bench`` runs all of one mode before the next, and this machine's speed drifts by
+10-40% within an hour (the other core's jobs, memory bandwidth), so its ratios at one request swing
+between runs.  Here every round starts one server per mode, one after another, and decodes the same
+prompts; a mode is compared with the plain decoding of its own round.
+
+Modes: ``plain``; ``dflash`` (the whole block); ``adaptive`` (``--speculative-adaptive``, default
+config); ``w<k>`` or ``w<k>+<k>...`` (DFLASH verifying only those widths: the adaptive policy with
+that width set).  Every DFLASH mode uses the drafter's hot vocabulary when ``--token-map`` is given
+and writes its ``SGLANG_DFLASH_PROFILE`` phases next to the results.  Greedy output of every mode is
+checked against plain decoding's.
+
+    SGLANG_DFLASH_SGL_KERNEL_STANDIN=1 PYTHONPATH=tests/cpu_host taskset -c 0 \\
+      python bench/same_load.py --modes plain,adaptive,w4 --rounds 3 --out bench/results/<run>/same-load
+
+Writes ``rows.json`` (one row per mode and round), ``results.md`` (the table, with each mode's
+median ratio to plain) and ``results.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+
+from cpu_server import CpuServer  # noqa: E402  (the tests' CPU server launcher)
+
+DEFAULT_MODEL = os.path.expanduser("~/.cache/sglang-dflash/models/smollm2-135m-instruct")
+DEFAULT_DRAFTER = os.path.join(HERE, "..", "drafters", "smollm2-135m-instruct")
+
+
+def mode_flags(mode: str, drafter: str, token_map: str | None, out: str) -> list[str]:
+    """The server flags of one mode (an unknown mode is refused naming it)."""
+    if mode == "plain":
+        return []
+    flags = ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", drafter]
+    if token_map:
+        flags += ["--speculative-token-map", token_map]
+    if mode == "dflash":
+        return flags
+    if mode == "adaptive":
+        return flags + ["--speculative-adaptive"]
+    widths = mode[1:].split("+") if mode.startswith("w") else []
+    if not widths or not all(w.isdigit() and int(w) >= 1 for w in widths):
+        raise SystemExit(f"--modes: {mode!r} is unknown; expected plain, dflash, adaptive or w<k>[+<k>...]")
+    config = {"widths": [int(w) for w in widths], "explore_every": 1_000_000}
+    return flags + ["--speculative-adaptive", "--speculative-adaptive-config", json.dumps(config)]
+
+
+def chat_prompts(model: str, path: str, offset: int, count: int) -> list[list[int]]:
+    """Token ids of ``count`` prompts of a JSONL prompt set (``prompt`` field), chat template applied."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    with open(path, encoding="utf-8") as f:
+        texts = [json.loads(line)["prompt"] for line in f][offset : offset + count]
+    if len(texts) < count:
+        raise SystemExit(f"--prompts: {path} has {offset + len(texts)} prompts; expected >= {offset + count}")
+    return [
+        list(
+            tokenizer.apply_chat_template(
+                [{"role": "user", "content": text}],
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=True,
+            )["input_ids"]
+        )
+        for text in texts
+    ]
+
+
+def run_mode(args, mode: str, round_: int, prompts: list[list[int]]) -> tuple[dict, list]:
+    """Start the mode's server, decode every prompt one at a time, stop it: one row and the outputs."""
+    tag = f"{mode}-{round_}"
+    env = {"SGLANG_CPU_OMP_THREADS_BIND": "0"}
+    if mode != "plain":
+        env["SGLANG_DFLASH_PROFILE"] = os.path.join(args.out, f"{tag}.profile.json")
+    server = CpuServer(
+        args.model,
+        [
+            "--max-total-tokens",
+            "4096",
+            "--random-seed",
+            "0",
+            *mode_flags(mode, args.drafter, args.token_map, args.out),
+        ],
+        log_path=os.path.join(args.out, f"{tag}.log"),
+        env=env,
+    )
+    try:
+        server.generate(prompts[0], {"temperature": 0, "max_new_tokens": 8})  # warm-up
+        params = {"temperature": 0, "max_new_tokens": args.max_new_tokens}
+        started, tokens, steps, outputs = time.time(), 0, 0, []
+        for reply in server.generate_many(prompts, params, concurrency=1):
+            meta = reply["meta_info"]
+            tokens += meta["completion_tokens"]
+            steps += meta.get("spec_verify_ct") or meta["completion_tokens"]
+            outputs.append(reply["output_ids"])
+        wall = time.time() - started
+    finally:
+        server.shutdown()
+    row = {
+        "mode": mode,
+        "round": round_,
+        "tokens": tokens,
+        "tok_s": round(tokens / wall, 3),
+        "tau": round(tokens / steps, 3),
+    }
+    return row, outputs
+
+
+def write_report(out: str, rows: list[dict]) -> None:
+    """The markdown table and the plot: each mode's ratio to its round's plain decoding."""
+    modes = list(dict.fromkeys(r["mode"] for r in rows))
+    lines = [
+        "| mode | tok/s per round | vs plain per round | median vs plain | tau |",
+        "|---|---|---|---|---|",
+    ]
+    for mode in modes:
+        mine = [r for r in rows if r["mode"] == mode]
+        ratios = [r["vs_plain"] for r in mine if r["vs_plain"] is not None]
+        median = f"{statistics.median(ratios):.2f}" if ratios else "-"
+        rates = ", ".join(f"{r['tok_s']:.2f}" for r in mine)
+        vs_plain = ", ".join(f"{ratio:.2f}" for ratio in ratios)
+        taus = ", ".join(f"{r['tau']:.2f}" for r in mine)
+        lines.append(f"| {mode} | {rates} | {vs_plain} | {median} | {taus} |")
+    with open(os.path.join(out, "results.md"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for mode in modes:
+        mine = [r for r in rows if r["mode"] == mode and r["vs_plain"] is not None]
+        ax.plot([r["round"] for r in mine], [r["vs_plain"] for r in mine], marker="o", label=mode)
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xlabel("round")
+    ax.set_ylabel("tokens/s vs plain (same round)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "results.png"), dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--modes", required=True, help="comma-separated: plain, dflash, adaptive, w<k>[+<k>...]"
+    )
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--drafter", default=DEFAULT_DRAFTER)
+    parser.add_argument("--token-map", default=os.path.join(DEFAULT_DRAFTER, "token-map-8192.pt"))
+    parser.add_argument("--prompts", default=os.path.join(HERE, "..", "..", "shared", "data", "gsm8k.jsonl"))
+    parser.add_argument("--offset", type=int, default=120, help="skip the prompts the tau protocol measures")
+    parser.add_argument("--num-prompts", type=int, default=4)
+    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    modes = args.modes.split(",")
+    for mode in modes:
+        mode_flags(mode, args.drafter, args.token_map, args.out)  # refuse a bad mode before any server starts
+    if "plain" not in modes:
+        raise SystemExit(
+            f"--modes is {args.modes!r}; expected plain among them (the reference of each round)"
+        )
+    os.makedirs(args.out, exist_ok=True)
+    prompts = chat_prompts(args.model, args.prompts, args.offset, args.num_prompts)
+    from tqdm import tqdm
+
+    rows, reference = [], None
+    with tqdm(total=args.rounds * len(modes), desc="same-load", unit="server") as bar:
+        for round_ in range(args.rounds):
+            plain_rate = None
+            for mode in ["plain"] + [m for m in modes if m != "plain"]:
+                row, outputs = run_mode(args, mode, round_, prompts)
+                if mode == "plain":
+                    plain_rate, reference = row["tok_s"], reference or outputs
+                row["vs_plain"] = round(row["tok_s"] / plain_rate, 3)
+                row["same_as_plain"] = outputs == reference
+                rows.append(row)
+                bar.write(json.dumps(row))
+                bar.update()
+    with open(os.path.join(args.out, "rows.json"), "w", encoding="utf-8") as f:
+        json.dump({"args": vars(args), "rows": rows}, f, indent=1)
+    write_report(args.out, rows)
+    if not all(r["same_as_plain"] for r in rows):
+        raise SystemExit("greedy output differs from plain decoding: see rows.json (same_as_plain)")
+
+
+if __name__ == "__main__":
+    main()

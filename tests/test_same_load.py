@@ -1,0 +1,42 @@
+"""bench/same_load.py: the modes it accepts and the report it writes (its servers run in bench sessions)."""
+
+import importlib.util
+import json
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def same_load():
+    spec = importlib.util.spec_from_file_location("same_load", os.path.join(ROOT, "bench", "same_load.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_fixed_width_mode_is_the_adaptive_policy_with_that_width_set(same_load):
+    flags = same_load.mode_flags("w4+8", "drafter", "map.pt", "out")
+    config = json.loads(flags[flags.index("--speculative-adaptive-config") + 1])
+    assert config["widths"] == [4, 8]
+    assert flags[flags.index("--speculative-token-map") + 1] == "map.pt"
+    assert same_load.mode_flags("plain", "drafter", None, "out") == []
+    assert "--speculative-adaptive" not in same_load.mode_flags("dflash", "drafter", None, "out")
+
+
+@pytest.mark.parametrize("mode", ["w", "w0", "wide", "eagle"])
+def test_an_unknown_mode_is_refused_naming_it(same_load, mode):
+    with pytest.raises(SystemExit, match=f"--modes: '{mode}' is unknown"):
+        same_load.mode_flags(mode, "drafter", None, "out")
+
+
+def test_the_report_gives_each_modes_median_ratio_to_plain(same_load, tmp_path):
+    rows = [{"mode": "plain", "round": r, "tok_s": 7.0, "tau": 1.0, "vs_plain": 1.0} for r in range(3)] + [
+        {"mode": "w4", "round": r, "tok_s": 7.0 * x, "tau": 1.6, "vs_plain": x}
+        for r, x in enumerate((0.9, 1.2, 1.1))
+    ]
+    same_load.write_report(str(tmp_path), rows)
+    table = (tmp_path / "results.md").read_text()
+    assert "| w4 | 6.30, 8.40, 7.70 | 0.90, 1.20, 1.10 | 1.10 | 1.60, 1.60, 1.60 |" in table, table
