@@ -36,7 +36,7 @@ DEFAULT_MODEL = os.path.expanduser("~/.cache/sglang-dflash/models/smollm2-135m-i
 DEFAULT_DRAFTER = os.path.join(HERE, "..", "drafters", "smollm2-135m-instruct")
 
 
-def mode_flags(mode: str, drafter: str, token_map: str | None, out: str) -> list[str]:
+def mode_flags(mode: str, drafter: str, token_map: str | None) -> list[str]:
     """The server flags of one mode (an unknown mode is refused naming it)."""
     if mode == "plain":
         return []
@@ -55,25 +55,18 @@ def mode_flags(mode: str, drafter: str, token_map: str | None, out: str) -> list
 
 
 def chat_prompts(model: str, path: str, offset: int, count: int) -> list[list[int]]:
-    """Token ids of ``count`` prompts of a JSONL prompt set (``prompt`` field), chat template applied."""
+    """Token ids of ``count`` prompts of a JSONL prompt set from ``offset`` on, as the bench reads them
+    (chat template applied)."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    with open(path, encoding="utf-8") as f:
-        texts = [json.loads(line)["prompt"] for line in f][offset : offset + count]
-    if len(texts) < count:
-        raise SystemExit(f"--prompts: {path} has {offset + len(texts)} prompts; expected >= {offset + count}")
-    return [
-        list(
-            tokenizer.apply_chat_template(
-                [{"role": "user", "content": text}],
-                add_generation_prompt=True,
-                tokenize=True,
-                return_dict=True,
-            )["input_ids"]
+    from sglang_dflash.bench.datasets import load_dataset
+
+    prompts = load_dataset(path, AutoTokenizer.from_pretrained(model), limit=offset + count)[offset:]
+    if len(prompts) < count:
+        raise SystemExit(
+            f"--prompts: {path} has {offset + len(prompts)} prompts; expected >= {offset + count}"
         )
-        for text in texts
-    ]
+    return [list(prompt.input_ids) for prompt in prompts]
 
 
 def run_mode(args, mode: str, round_: int, prompts: list[list[int]]) -> tuple[dict, list]:
@@ -89,7 +82,7 @@ def run_mode(args, mode: str, round_: int, prompts: list[list[int]]) -> tuple[di
             "4096",
             "--random-seed",
             "0",
-            *mode_flags(mode, args.drafter, args.token_map, args.out),
+            *mode_flags(mode, args.drafter, args.token_map),
         ],
         log_path=os.path.join(args.out, f"{tag}.log"),
         env=env,
@@ -169,7 +162,7 @@ def main() -> None:
     args = parser.parse_args()
     modes = args.modes.split(",")
     for mode in modes:
-        mode_flags(mode, args.drafter, args.token_map, args.out)  # refuse a bad mode before any server starts
+        mode_flags(mode, args.drafter, args.token_map)  # refuse a bad mode before any server starts
     if "plain" not in modes:
         raise SystemExit(
             f"--modes is {args.modes!r}; expected plain among them (the reference of each round)"

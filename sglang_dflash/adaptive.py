@@ -63,8 +63,8 @@ class AdaptiveConfig:
         ):
             raise ValueError(f"{ADAPTIVE_CONFIG_FLAG}: widths is {widths!r}; expected integers >= 1")
         object.__setattr__(self, "widths", tuple(sorted(set(widths))))
-        for name in ("explore_every", "time_window"):
-            value, least = getattr(self, name), 2 if name == "explore_every" else 1
+        for name, least in (("explore_every", 2), ("time_window", 1)):
+            value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(
                     f"{ADAPTIVE_CONFIG_FLAG}: {name} is {value!r}; expected an integer >= {least}"
@@ -221,11 +221,6 @@ class VerifyWidthPolicy:
     def cycle_interrupted(self) -> None:
         """Something else ran since the last step (a prefill): that cycle times no width."""
         self.open_step = None
-
-    def observe(self, bs: int, width: int, seconds: float, num_correct_drafts: Sequence[int] | None) -> None:
-        """Fold in one finished step: its wall time and, per request, the drafts it accepted."""
-        self.record_time(bs, width, seconds)
-        self.record_acceptance(width, num_correct_drafts or ())
 
     def record_time(self, bs: int, width: int, seconds: float) -> None:
         """One step's wall time at this batch size and width."""

@@ -9,6 +9,12 @@ from sglang_dflash.adaptive import AdaptiveConfig, VerifyWidthPolicy, batch_buck
 WIDTHS = (1, 4, 8, 16)
 
 
+def observe(policy: VerifyWidthPolicy, bs: int, width: int, seconds: float, num_correct_drafts) -> None:
+    """One finished step as the worker reports it: its time, then the drafts each request accepted."""
+    policy.record_time(bs, width, seconds)
+    policy.record_acceptance(width, num_correct_drafts or ())
+
+
 def policy_with(
     step_seconds, bs: int, accepted_fraction: float, steps: int = 40, explore_every: int = 1000
 ) -> VerifyWidthPolicy:
@@ -17,12 +23,12 @@ def policy_with(
     policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS, explore_every=explore_every))
     for _ in range(len(WIDTHS)):
         width = policy.choose(bs)
-        policy.observe(bs, width, step_seconds[width], None)
+        observe(policy, bs, width, step_seconds[width], None)
     for _ in range(steps):
         width = 16
         # Of 15 drafts, a geometric run: the counts a censored geometric estimate recovers exactly.
         run = int(round(expected_accept_lens(accepted_fraction, width) - 1))
-        policy.observe(bs, width, step_seconds[width], [run] * bs)
+        observe(policy, bs, width, step_seconds[width], [run] * bs)
     return policy
 
 
@@ -60,7 +66,7 @@ def test_every_width_is_measured_once_before_any_is_chosen_on_merit():
     for _ in WIDTHS:
         width = policy.choose(3)
         tried.append(width)
-        policy.observe(3, width, 1.0, None)
+        observe(policy, 3, width, 1.0, None)
     assert tried == list(WIDTHS)
 
 
@@ -82,16 +88,16 @@ def test_acceptance_counts_decay_so_a_change_in_the_text_is_followed():
     policy = policy_with(cpu_like_seconds(1), bs=1, accepted_fraction=0.9)
     assert policy.choose(1) > 1
     for _ in range(60):
-        policy.observe(1, 16, cpu_like_seconds(1)[16], [0])
+        observe(policy, 1, 16, cpu_like_seconds(1)[16], [0])
     assert policy.choose(1) == 1
 
 
 def test_a_step_that_accepts_every_verified_draft_counts_no_rejection():
     policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS))
-    policy.observe(2, 4, 0.01, [3, 3])
+    observe(policy, 2, 4, 0.01, [3, 3])
     assert policy.rejected == 0
     assert policy.accepted == 6
-    policy.observe(2, 1, 0.01, [0, 0])  # plain decoding says nothing about drafts: the counts only decay
+    observe(policy, 2, 1, 0.01, [0, 0])  # plain decoding says nothing about drafts: the counts only decay
     assert (policy.accepted, policy.rejected) == (6 * policy.config.accept_decay, 0)
 
 
@@ -103,11 +109,11 @@ def test_after_a_run_of_rejections_plain_decoding_drafts_again_without_a_probe()
     policy = policy_with(seconds, bs=1, accepted_fraction=0.6)
     assert policy.choose(1) > 1
     for _ in range(12):  # an unlucky stretch: nothing accepted
-        policy.observe(1, 4, seconds[4], [0])
+        observe(policy, 1, 4, seconds[4], [0])
     assert policy.choose(1) == 1
     plain_steps = 0
     while policy.choose(1) == 1 and plain_steps < 200:
-        policy.observe(1, 1, seconds[1], [0])
+        observe(policy, 1, 1, seconds[1], [0])
         plain_steps += 1
     assert plain_steps < 100, plain_steps
 

@@ -18,18 +18,18 @@ def same_load():
 
 
 def test_a_fixed_width_mode_is_the_adaptive_policy_with_that_width_set(same_load):
-    flags = same_load.mode_flags("w4+8", "drafter", "map.pt", "out")
+    flags = same_load.mode_flags("w4+8", "drafter", "map.pt")
     config = json.loads(flags[flags.index("--speculative-adaptive-config") + 1])
     assert config["widths"] == [4, 8]
     assert flags[flags.index("--speculative-token-map") + 1] == "map.pt"
-    assert same_load.mode_flags("plain", "drafter", None, "out") == []
-    assert "--speculative-adaptive" not in same_load.mode_flags("dflash", "drafter", None, "out")
+    assert same_load.mode_flags("plain", "drafter", None) == []
+    assert "--speculative-adaptive" not in same_load.mode_flags("dflash", "drafter", None)
 
 
 @pytest.mark.parametrize("mode", ["w", "w0", "wide", "eagle"])
 def test_an_unknown_mode_is_refused_naming_it(same_load, mode):
     with pytest.raises(SystemExit, match=f"--modes: '{mode}' is unknown"):
-        same_load.mode_flags(mode, "drafter", None, "out")
+        same_load.mode_flags(mode, "drafter", None)
 
 
 def test_the_report_gives_each_modes_median_ratio_to_plain(same_load, tmp_path):

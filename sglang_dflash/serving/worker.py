@@ -638,6 +638,8 @@ class DFlashWorker(BaseSpecWorker):
         self.mask_drafts = mask_drafts_setting()
         self.deferred_logits = deferred_verify_logits(target_worker.model_runner, self.tp_shard)
         self.small_batch_linears = small_batch_linears_setting(self.device)
+        # The drafter's lm_head over the drafts' columns only; a CUDA graph replays every column.
+        self.draft_columns_only = torch.device(self.device).type == "cpu"
         profile = os.environ.get(PROFILE_ENV)
         self.profiler = make_profiler(profile, self.device)
         hot = getattr(self.draft_model, "hot_token_ids", None)
@@ -776,8 +778,7 @@ class DFlashWorker(BaseSpecWorker):
                 block_size,
                 # Drafts chosen under a grammar may need tokens outside a hot vocabulary.
                 full_vocab=grammar is not None and grammar.mask_drafts,
-                # The lm_head over the drafts' columns only; a CUDA graph replays every column.
-                logit_columns=(1, width) if torch.device(self.device).type == "cpu" else None,
+                logit_columns=(1, width) if self.draft_columns_only else None,
             )
             return self.draft_runner.forward(passes.draft_batch).logits_output.next_token_logits
 
