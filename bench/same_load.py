@@ -3,12 +3,15 @@
 ``sglang-dflash bench`` runs all of one mode before the next, and this machine's speed drifts by
 10-40% within an hour (the other core's jobs, memory bandwidth), so its ratios at one request swing
 between runs.  Here every round starts one server per mode, one after another, and decodes the same
-prompts; a mode is compared with the plain decoding of its own round.
+prompts (``--concurrency`` at a time, 1 by default); a mode is compared with the plain decoding of
+its own round.
 
 Modes: ``plain``; ``dflash`` (the whole block); ``adaptive`` (``--speculative-adaptive``, default
 config); ``w<k>`` or ``w<k>+<k>...`` (DFLASH verifying only those widths: the adaptive policy with
 that width set).  Every DFLASH mode uses the drafter's hot vocabulary when ``--token-map`` is given
-and writes its ``SGLANG_DFLASH_PROFILE`` phases next to the results.  Greedy output of every mode is
+and writes its ``SGLANG_DFLASH_PROFILE`` phases next to the results (a row keeps the steps each
+verify width ran).  ``--cores`` are the server's OpenMP cores (``SGLANG_CPU_OMP_THREADS_BIND``;
+run the script under ``taskset`` with the same cores).  Greedy output of every mode is
 checked against plain decoding's.
 
     SGLANG_DFLASH_SGL_KERNEL_STANDIN=1 PYTHONPATH=tests/cpu_host taskset -c 0 \\
@@ -31,6 +34,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 from cpu_server import CpuServer  # noqa: E402  (the tests' CPU server launcher)
+
+from sglang_dflash.bench.engine_run import read_profile, width_steps  # noqa: E402
 
 DEFAULT_MODEL = os.path.expanduser("~/.cache/sglang-dflash/models/smollm2-135m-instruct")
 DEFAULT_DRAFTER = os.path.join(HERE, "..", "drafters", "smollm2-135m-instruct")
@@ -70,11 +75,13 @@ def chat_prompts(model: str, path: str, offset: int, count: int) -> list[list[in
 
 
 def run_mode(args, mode: str, round_: int, prompts: list[list[int]]) -> tuple[dict, list]:
-    """Start the mode's server, decode every prompt one at a time, stop it: one row and the outputs."""
+    """Start the mode's server, decode every prompt (``--concurrency`` in flight), stop it: one row and
+    the outputs."""
     tag = f"{mode}-{round_}"
-    env = {"SGLANG_CPU_OMP_THREADS_BIND": "0"}
+    env = {"SGLANG_CPU_OMP_THREADS_BIND": args.cores}
+    profile = None
     if mode != "plain":
-        env["SGLANG_DFLASH_PROFILE"] = os.path.join(args.out, f"{tag}.profile.json")
+        profile = env["SGLANG_DFLASH_PROFILE"] = os.path.join(args.out, f"{tag}.profile.json")
     server = CpuServer(
         args.model,
         [
@@ -89,22 +96,27 @@ def run_mode(args, mode: str, round_: int, prompts: list[list[int]]) -> tuple[di
     )
     try:
         server.generate(prompts[0], {"temperature": 0, "max_new_tokens": 8})  # warm-up
+        warm_profile = read_profile(profile)
         params = {"temperature": 0, "max_new_tokens": args.max_new_tokens}
         started, tokens, steps, outputs = time.time(), 0, 0, []
-        for reply in server.generate_many(prompts, params, concurrency=1):
+        for reply in server.generate_many(prompts, params, concurrency=args.concurrency):
             meta = reply["meta_info"]
             tokens += meta["completion_tokens"]
             steps += meta.get("spec_verify_ct") or meta["completion_tokens"]
             outputs.append(reply["output_ids"])
         wall = time.time() - started
+        # The worker rewrites its profile before a step's tokens reach us.
+        profiled = read_profile(profile)
     finally:
         server.shutdown()
     row = {
         "mode": mode,
         "round": round_,
+        "concurrency": args.concurrency,
         "tokens": tokens,
         "tok_s": round(tokens / wall, 3),
         "tau": round(tokens / steps, 3),
+        "widths": width_steps(warm_profile, profiled) if profiled else "",
     }
     return row, outputs
 
@@ -113,8 +125,8 @@ def write_report(out: str, rows: list[dict]) -> None:
     """The markdown table and the plot: each mode's ratio to its round's plain decoding."""
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     lines = [
-        "| mode | tok/s per round | vs plain per round | median vs plain | tau |",
-        "|---|---|---|---|---|",
+        "| mode | tok/s per round | vs plain per round | median vs plain | tau | steps per width |",
+        "|---|---|---|---|---|---|",
     ]
     for mode in modes:
         mine = [r for r in rows if r["mode"] == mode]
@@ -123,7 +135,8 @@ def write_report(out: str, rows: list[dict]) -> None:
         rates = ", ".join(f"{r['tok_s']:.2f}" for r in mine)
         vs_plain = ", ".join(f"{ratio:.2f}" for ratio in ratios)
         taus = ", ".join(f"{r['tau']:.2f}" for r in mine)
-        lines.append(f"| {mode} | {rates} | {vs_plain} | {median} | {taus} |")
+        widths = ", ".join(r.get("widths") or "-" for r in mine)
+        lines.append(f"| {mode} | {rates} | {vs_plain} | {median} | {taus} | {widths} |")
     with open(os.path.join(out, "results.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     try:
@@ -158,6 +171,10 @@ def main() -> None:
     parser.add_argument("--offset", type=int, default=120, help="skip the prompts the tau protocol measures")
     parser.add_argument("--num-prompts", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--concurrency", type=int, default=1, help="requests in flight")
+    parser.add_argument(
+        "--cores", default="0", help="the servers' cores (SGLANG_CPU_OMP_THREADS_BIND), e.g. 0-1"
+    )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     modes = args.modes.split(",")
@@ -166,6 +183,10 @@ def main() -> None:
     if "plain" not in modes:
         raise SystemExit(
             f"--modes is {args.modes!r}; expected plain among them (the reference of each round)"
+        )
+    if args.concurrency < 1 or args.num_prompts < args.concurrency:
+        raise SystemExit(
+            f"--concurrency is {args.concurrency}; expected 1 .. --num-prompts ({args.num_prompts})"
         )
     os.makedirs(args.out, exist_ok=True)
     prompts = chat_prompts(args.model, args.prompts, args.offset, args.num_prompts)

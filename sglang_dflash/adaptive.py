@@ -19,11 +19,14 @@ The acceptance counts decay, so the choice follows the text; a step time is the 
 last ``time_window`` steps measured at that bucket and width, so it follows the load while one
 slow step (a prefill or another process taking the core) cannot hold a width's estimate up for
 the many steps until it is measured again.
-Widths never measured at a bucket are tried once first; every ``explore_every`` steps at a bucket
-the neighbouring width (next narrower or wider candidate) measured longest ago is tried again, so
-a drafter that improves (or a load that drops) is noticed even while plain decoding is chosen,
-at the cost of one narrow drafting step per ``explore_every`` steps.  Everything the policy reads
-is on the host.
+A bucket starts at the narrowest width and climbs: a width is first tried when it neighbours the
+best width measured so far (the next narrower or wider candidate), so a batch too large for
+drafting pays for one narrow drafting step, never for a whole-block verify (at 16 requests on a
+CPU core a width-16 step costs about five plain steps, and each batch-size bucket a draining batch
+passes through tried every width once).  Every ``explore_every`` steps at a bucket the neighbour
+measured longest ago is tried again, so a drafter that improves (or a load that drops) is noticed
+even while plain decoding is chosen, at the cost of one narrow drafting step per
+``explore_every`` steps.  Everything the policy reads is on the host.
 """
 
 from __future__ import annotations
@@ -175,12 +178,14 @@ class VerifyWidthPolicy:
         bucket = batch_bucket(bs)
         step = self.steps.get(bucket, 0)
         self.steps[bucket] = step + 1
-        widths = self.config.widths
-        unmeasured = [k for k in widths if (bucket, k) not in self.timings]
-        if unmeasured:
-            return unmeasured[0]
-        best = max(widths, key=lambda k: self.expected_throughput(bs, k))
+        measured = [k for k in self.config.widths if (bucket, k) in self.timings]
+        if not measured:
+            return self.config.widths[0]
+        best = max(measured, key=lambda k: self.expected_throughput(bs, k))
         neighbours = self.neighbours(best)
+        untried = [k for k in neighbours if (bucket, k) not in self.timings]
+        if untried:
+            return untried[0]
         if neighbours and step % self.config.explore_every == self.config.explore_every - 1:
             return min(neighbours, key=lambda k: self.timings[bucket, k].measured_at)
         return best

@@ -60,14 +60,29 @@ def test_a_large_compute_bound_batch_verifies_narrower_than_a_small_one():
     assert large.choose(32) == 1
 
 
-def test_every_width_is_measured_once_before_any_is_chosen_on_merit():
+def test_a_bucket_climbs_from_the_narrowest_width_while_the_wider_one_wins():
     policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS))
     tried = []
     for _ in WIDTHS:
         width = policy.choose(3)
         tried.append(width)
-        observe(policy, 3, width, 1.0, None)
+        observe(policy, 3, width, 1.0, None)  # equal times: before any evidence each wider width wins
     assert tried == list(WIDTHS)
+
+
+def test_a_batch_too_large_for_drafting_never_tries_wider_than_the_narrowest_drafting_width():
+    """Before, each batch-size bucket tried every width once: at 16 requests a whole-block verify
+    cost about five plain steps, and a draining batch paid it again in every bucket it passed."""
+    seconds = cpu_like_seconds(16)
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS, explore_every=8))
+    chosen = []
+    for _ in range(40):
+        width = policy.choose(16)
+        chosen.append(width)
+        observe(policy, 16, width, seconds[width], [1] * 16 if width > 1 else None)
+    assert set(chosen) == {1, 4}, chosen
+    assert chosen[:2] == [1, 4]
+    assert chosen.count(4) <= 1 + 40 // 8
 
 
 def test_plain_decoding_is_left_periodically_for_the_narrowest_drafting_width_only():

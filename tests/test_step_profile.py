@@ -76,6 +76,18 @@ def test_wall_clock_profile_times_every_phase_and_the_host_between_steps(tmp_pat
     assert written["totals_ms"]["draft_ms"] == 3000.0
 
 
+def test_wall_clock_profile_counts_and_times_the_steps_of_each_verify_width(tmp_path):
+    path = tmp_path / "profile.json"
+    clock = FakeClock()
+    profiler = WallClockProfiler(str(path), clock=clock)
+    for width, seconds in ((4, 3), (1, 1), (4, 5)):
+        profiler.begin_step()
+        clock.now += seconds - 1  # end_step's read adds the last second
+        profiler.end_step(width)
+    widths = json.loads(path.read_text())["widths"]
+    assert widths == {"1": {"steps": 1, "step_ms": 1000.0}, "4": {"steps": 2, "step_ms": 4000.0}}
+
+
 def test_a_step_after_idle_time_without_a_forward_mark_has_no_host_time(tmp_path):
     profiler = WallClockProfiler(str(tmp_path / "p.json"), clock=FakeClock())
     run_steps(profiler, 1)
@@ -95,6 +107,13 @@ def test_group_profile_is_the_mean_over_the_group_s_own_steps():
     assert profile_delta(None, after) == {"draft_ms": 10.0, "verify_ms": 500.0 / 14, "steps": 14}
     assert profile_delta(after, after) is None  # no step in the group
     assert profile_delta(None, {"draft_ms": 1.0, "steps": 32}) is None  # CUDA events: no totals
+
+
+def test_group_profile_counts_the_steps_each_verify_width_ran_in_the_group():
+    before = {"steps": 3, "totals_ms": {}, "widths": {"1": {"steps": 2}, "4": {"steps": 1}}}
+    after = {"steps": 9, "totals_ms": {}, "widths": {"1": {"steps": 6}, "4": {"steps": 1}, "8": {"steps": 2}}}
+    assert profile_delta(before, after)["widths"] == "1:4 8:2"
+    assert "widths" not in profile_delta(None, {"steps": 2, "totals_ms": {}})  # an older profile
 
 
 def test_report_gives_step_cost_and_the_phase_table():
@@ -121,7 +140,9 @@ def test_report_gives_step_cost_and_the_phase_table():
         "temperature": 0,
         "modes": [
             group("baseline", 48, 0, 4.0),
-            group("dflash", 48, 24, 8.0, {"step_ms": 300.0, "draft_ms": 50.0, "steps": 24}),
+            group(
+                "dflash", 48, 24, 8.0, {"step_ms": 300.0, "draft_ms": 50.0, "steps": 24, "widths": "16:24"}
+            ),
         ],
     }
     rows = {r["mode"]: r for r in summarize(raw)}
@@ -129,6 +150,6 @@ def test_report_gives_step_cost_and_the_phase_table():
     assert rows["dflash"]["step_cost"] == 4.0  # tau 2 at half the throughput: 4 plain steps
     assert rows["baseline"]["step_cost"] is None
     table = phase_table(list(rows.values()))
-    assert "| d | 1 | dflash | 2.00 | 0.50 | 4.00 | 24 | 300.0 |" in table
+    assert "| d | 1 | dflash | 2.00 | 0.50 | 4.00 | 24 | 16:24 | 300.0 |" in table
     assert "baseline" not in table
     assert step_cost(1.5, float("nan")) is None

@@ -78,7 +78,20 @@ def profile_delta(before: dict | None, after: dict | None) -> dict | None:
     if steps <= 0:
         return None
     means = {name: (total - prev_totals.get(name, 0.0)) / steps for name, total in after["totals_ms"].items()}
-    return {**means, "steps": steps}
+    widths = width_steps(before, after)
+    return {**means, "steps": steps, **({"widths": widths} if widths else {})}
+
+
+def width_steps(before: dict | None, after: dict) -> str:
+    """The steps each verify width ran between two reads of a profile, as ``"width:steps"`` pairs
+    (``"1:37 4:14"``: what an adaptive policy chose); empty where the profile has no widths."""
+    prev = (before or {}).get("widths", {})
+    pairs = []
+    for width, tally in after.get("widths", {}).items():
+        steps = tally["steps"] - prev.get(width, {}).get("steps", 0)
+        if steps > 0:
+            pairs.append(f"{width}:{steps}")
+    return " ".join(pairs)
 
 
 def main(config_path: str, result_path: str) -> None:

@@ -43,6 +43,7 @@ def summarize(raw: dict) -> list[dict]:
             for name in PHASE_NAMES:
                 row[name] = profile.get(name)
             row["profiled_steps"] = profile.get("steps")
+            row["widths"] = profile.get("widths")
             row["step_cost"] = step_cost(row.get("tau"), row["speedup"])
             rows.append(row)
     return rows
@@ -103,6 +104,7 @@ PHASE_COLUMNS = [
     ("speedup", 2),
     ("step_cost", 2),
     ("profiled_steps", 0),
+    ("widths", 0),  # steps per verify width, "width:steps"
     *((name, 1) for name in PHASE_NAMES),
 ]
 

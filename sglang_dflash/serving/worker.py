@@ -288,7 +288,7 @@ class PhaseProfiler(Protocol):
 
     def begin_step(self) -> None: ...
 
-    def end_step(self) -> None: ...
+    def end_step(self, width: int = 0) -> None: ...
 
     def forward_done(self) -> None: ...
 
@@ -305,7 +305,7 @@ class _NoProfiler:
     def begin_step(self) -> None:
         return None
 
-    def end_step(self) -> None:
+    def end_step(self, width: int = 0) -> None:
         return None
 
     def forward_done(self) -> None:
@@ -325,7 +325,8 @@ class WallClockProfiler(_NoProfiler):
     and ``host_ms`` (the scheduler's time from the end of the previous forward, decode or prefill,
     to the start of this step).  Totals and means are rewritten to ``path`` after every step (a
     small JSON file; the bench reads it after each group): ``{"draft_ms": mean, ..., "steps": n,
-    "totals_ms": {...}}``.
+    "totals_ms": {...}, "widths": {"<verify width>": {"steps": n, "step_ms": mean}}}``: the widths
+    tell what an adaptive policy chose and what each choice cost.
     """
 
     PHASES = PHASE_NAMES  # the columns the bench report reads back
@@ -336,6 +337,7 @@ class WallClockProfiler(_NoProfiler):
         self.current = dict.fromkeys(self.PHASES, 0.0)
         self.step_start: float | None = None
         self.last_forward_end: float | None = None
+        self.width_steps: dict[int, list[float]] = {}  # verify width -> [steps, total step ms]
 
     @contextlib.contextmanager
     def _timed(self, name: str) -> Iterator[None]:
@@ -355,8 +357,9 @@ class WallClockProfiler(_NoProfiler):
         if self.last_forward_end is not None:
             self.current["host_ms"] = (self.step_start - self.last_forward_end) * 1e3
 
-    def end_step(self) -> None:
-        """Fold the step in and rewrite the file (a step without :meth:`begin_step` is not timed)."""
+    def end_step(self, width: int = 0) -> None:
+        """Fold the step (that verified ``width`` positions) in and rewrite the file (a step without
+        :meth:`begin_step` is not timed)."""
         if self.step_start is None:
             return
         end = self.clock()
@@ -366,6 +369,9 @@ class WallClockProfiler(_NoProfiler):
         for name, value in cur.items():
             self.totals[name] += value
         self.steps += 1
+        tally = self.width_steps.setdefault(width, [0, 0.0])
+        tally[0] += 1
+        tally[1] += cur["step_ms"]
         self.step_start, self.last_forward_end = None, end
         self.write()
 
@@ -375,8 +381,12 @@ class WallClockProfiler(_NoProfiler):
 
     def write(self) -> None:
         stats = {name: total / max(1, self.steps) for name, total in self.totals.items()}
+        widths = {
+            str(width): {"steps": steps, "step_ms": total / steps}
+            for width, (steps, total) in sorted(self.width_steps.items())
+        }
         with open(self.path, "w", encoding="utf-8") as f:
-            json.dump({**stats, "steps": self.steps, "totals_ms": self.totals}, f)
+            json.dump({**stats, "steps": self.steps, "totals_ms": self.totals, "widths": widths}, f)
 
 
 def make_profiler(path: str | None, device: torch.device) -> PhaseProfiler:
@@ -854,5 +864,5 @@ class DFlashWorker(BaseSpecWorker):
                 r for r in (passes.draft_batch, passes.verify_batch, out_cache_loc) if r is not None
             ],
         )
-        self.profiler.end_step()
+        self.profiler.end_step(width)
         return result
