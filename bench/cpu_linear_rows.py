@@ -25,6 +25,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from sglang_dflash.bench.report import agg_pyplot, write_markdown
+
 # (out, in) of one SmolLM2-135M layer's linears: fused qkv, o, fused gate_up, down.
 SMOLLM2_LAYER = ((960, 576), (576, 576), (3072, 576), (576, 1536))
 PRODUCTS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
@@ -79,14 +81,9 @@ def write_report(out: str, rows: list[dict], threads: int) -> None:
         ms = " | ".join(f"{r['step_ms'][n]:.1f}" for n in names)
         gf = " | ".join(f"{r['in_cache_gflops'][n]:.1f}" for n in names)
         lines.append(f"| {r['rows']} | {ms} | {gf} |")
-    with open(os.path.join(out, "results.md"), "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    write_markdown(os.path.join(out, "results.md"), lines)
+    plt = agg_pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for name in names:

@@ -36,6 +36,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from cpu_server import CpuServer  # noqa: E402  (the tests' CPU server launcher)
 
 from sglang_dflash.bench.engine_run import read_profile, width_steps  # noqa: E402
+from sglang_dflash.bench.report import agg_pyplot, write_markdown  # noqa: E402
 
 DEFAULT_MODEL = os.path.expanduser("~/.cache/sglang-dflash/models/smollm2-135m-instruct")
 DEFAULT_DRAFTER = os.path.join(HERE, "..", "drafters", "smollm2-135m-instruct")
@@ -137,14 +138,9 @@ def write_report(out: str, rows: list[dict]) -> None:
         taus = ", ".join(f"{r['tau']:.2f}" for r in mine)
         widths = ", ".join(r.get("widths") or "-" for r in mine)
         lines.append(f"| {mode} | {rates} | {vs_plain} | {median} | {taus} | {widths} |")
-    with open(os.path.join(out, "results.md"), "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    write_markdown(os.path.join(out, "results.md"), lines)
+    plt = agg_pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for mode in modes:

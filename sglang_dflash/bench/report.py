@@ -129,6 +129,25 @@ def phase_table(rows: list[dict]) -> str:
     )
 
 
+def agg_pyplot():
+    """``matplotlib.pyplot`` drawing off-screen (Agg), or None where matplotlib is not installed
+    (a bench script then writes its JSON and markdown without the plot)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_markdown(path: str, lines: list[str]) -> None:
+    """A markdown file of these lines."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def plot_speedups(rows: list[dict], path: str) -> None:
     """Speedup over baseline vs concurrency, one line per mode, one panel per dataset."""
     import matplotlib
