@@ -22,7 +22,7 @@ the many steps until it is measured again.
 A bucket starts at the narrowest width and climbs: a width is first tried when it neighbours the
 best width measured so far (the next narrower or wider candidate), so a batch too large for
 drafting pays for one narrow drafting step, never for a whole-block verify (at 16 requests on a
-CPU core a width-16 step costs about five plain steps, and each batch-size bucket a draining batch
+CPU core a width-16 step costs about four plain steps, and each batch-size bucket a draining batch
 passes through tried every width once).  Every ``explore_every`` steps at a bucket the neighbour
 measured longest ago is tried again, so a drafter that improves (or a load that drops) is noticed
 even while plain decoding is chosen, at the cost of one narrow drafting step per

@@ -1,8 +1,9 @@
 """The shipped SmolLM2-135M-Instruct drafter loads against the real target, keeps greedy output exactly
 the target's own, and is accepted clearly more often than a random drafter (tau ~1.0).
 
-The shipped drafter (``drafters/smollm2-135m-instruct/``, the sixth CPU run since 2026-11-26) must reach
-tau > 1.5 here. Earlier runs keep their weights in git history only (see that folder's README).
+The shipped drafter (``drafters/smollm2-135m-instruct/``, the eighth CPU run since 2026-11-26: 1.81 on
+these chats, the sixth run 1.70) must reach tau > 1.7 here. Earlier runs keep their weights in git
+history only (see that folder's README).
 """
 
 import json
@@ -16,7 +17,7 @@ from sglang_dflash.smollm2 import IM_END_ID
 
 DRAFTERS = os.path.join(os.path.dirname(__file__), "..", "drafters", "smollm2-135m-instruct")
 # (directory, minimum tau on CHATS)
-COMMITTED = [(DRAFTERS, 1.5)]
+COMMITTED = [(DRAFTERS, 1.7)]
 # Not from the evaluation sets: a code task and a word problem in the style the drafter was trained on.
 CHATS = [
     "Write a Python function that returns the largest of three numbers.",
