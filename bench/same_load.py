@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 from cpu_server import CpuServer  # noqa: E402  (the tests' CPU server launcher)
 
-from sglang_dflash.bench.engine_run import read_profile, width_steps  # noqa: E402
+from sglang_dflash.bench.engine_run import format_width_steps, read_profile  # noqa: E402
 from sglang_dflash.bench.report import agg_pyplot, write_markdown  # noqa: E402
 
 DEFAULT_MODEL = os.path.expanduser("~/.cache/sglang-dflash/models/smollm2-135m-instruct")
@@ -117,7 +117,7 @@ def run_mode(args, mode: str, round_: int, prompts: list[list[int]]) -> tuple[di
         "tokens": tokens,
         "tok_s": round(tokens / wall, 3),
         "tau": round(tokens / steps, 3),
-        "widths": width_steps(warm_profile, profiled) if profiled else "",
+        "widths": format_width_steps(warm_profile, profiled) if profiled else "",
     }
     return row, outputs
 

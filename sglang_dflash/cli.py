@@ -410,6 +410,12 @@ def _add_eval_tau(sub) -> None:
         default=None,
         help="start no new batch after this many minutes; the JSON then says complete: false",
     )
+    p.add_argument(
+        "--replay",
+        metavar="RESPONSES",
+        help="replay the target's greedy responses kept in this JSONL file (made there first, "
+        "resumable) teacher-forced instead of decoding: the same tau at a fraction of the cost",
+    )
 
 
 def _weights_digest(drafter_dir: str) -> str:
@@ -430,7 +436,7 @@ def _eval_tau(args) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from . import SamplingParams, load_drafter
-    from .train.acceptance import measure_tau
+    from .train.acceptance import greedy_responses, measure_tau
     from .train.data import chat_prompt_ids, read_prompts
 
     torch.set_num_threads(args.threads) if args.device == "cpu" else None
@@ -453,9 +459,16 @@ def _eval_tau(args) -> int:
         "batch_size": args.batch_size,
         "device": args.device,
     }
+    responses = None
+    if args.replay:
+        settings["method"] = "replay"
+        responses = greedy_responses(target, prompts, params, args.replay, args.max_minutes)
+        if responses is None:
+            print(f"eval-tau: --max-minutes ran out while making {args.replay}; rerun to continue")
+            return 0
     partial = args.json_out + ".partial.jsonl" if args.json_out else None
     result = measure_tau(
-        target, drafter, prompts, params, args.batch_size, partial, settings, args.max_minutes
+        target, drafter, prompts, params, args.batch_size, partial, settings, args.max_minutes, responses
     )
     print(json.dumps({k: result[k] for k in ("prompts", "complete", "mean_tau", "tokens", "verify_steps")}))
     if args.json_out:

@@ -1,9 +1,9 @@
 """The shipped SmolLM2-135M-Instruct drafter loads against the real target, keeps greedy output exactly
 the target's own, and is accepted clearly more often than a random drafter (tau ~1.0).
 
-The shipped drafter (``drafters/smollm2-135m-instruct/``, the eighth CPU run since 2026-11-26: 1.81 on
-these chats, the sixth run 1.70) must reach tau > 1.7 here. Earlier runs keep their weights in git
-history only (see that folder's README).
+The shipped drafter (``drafters/smollm2-135m-instruct/``, the ninth CPU run since 2026-11-26: 1.78 on
+these chats, the eighth run 1.81, the sixth 1.70) must reach tau > 1.7 here. Earlier runs keep their
+weights in git history only (see that folder's README).
 """
 
 import json
@@ -25,6 +25,8 @@ CHATS = [
     "Write a Python function that counts the vowels in a string.",
 ]
 NEW_TOKENS = 48
+SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+REPLAYED = 2  # prompts per evaluation set whose kept responses the replay test checks
 
 
 def committed(directory: str) -> str:
@@ -70,3 +72,39 @@ def test_committed_drafter_is_lossless_and_accepted(smollm2_float32, directory, 
         assert tokens == plain[0, len(prompt) :].tolist()
     # A random drafter commits ~1 token per verify step; a trained one must do clearly better.
     assert result.mean_tau > min_tau, result.mean_tau
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("evaluation_set", ["humaneval", "gsm8k"])
+def test_kept_greedy_responses_are_the_targets_and_replay_to_the_measured_steps(
+    smollm2_float32, evaluation_set, tmp_path
+):
+    """``greedy-SET.jsonl`` holds the target's responses, and replaying them with the shipped drafter
+    gives the verify steps that ``tau-SET.json`` measured by decoding (its first prompts)."""
+    import shutil
+
+    from sglang_dflash.train.acceptance import greedy_responses, replay_spec
+    from sglang_dflash.train.data import chat_prompt_ids, generate_batch, read_prompts
+
+    target, tokenizer = smollm2_float32
+    kept = os.path.join(DRAFTERS, f"greedy-{evaluation_set}.jsonl")
+    with open(os.path.join(DRAFTERS, f"tau-{evaluation_set}.json"), encoding="utf-8") as f:
+        measured = json.load(f)
+    texts = read_prompts(os.path.join(SHARED_DATA, f"{evaluation_set}.jsonl"))[:REPLAYED]
+    prompts = [chat_prompt_ids(tokenizer, t) for t in texts]
+    params = SamplingParams(
+        max_new_tokens=measured["settings"]["max_new_tokens"], stop_token_ids=(IM_END_ID,)
+    )
+    copy = shutil.copy(kept, tmp_path / "greedy.jsonl")  # a kept file must not need to grow: no write
+    responses = greedy_responses(target, prompts, params, str(copy))
+    with open(copy, encoding="utf-8") as a, open(kept, encoding="utf-8") as b:
+        assert a.read() == b.read()
+    shortest = min(range(REPLAYED), key=lambda i: len(responses[i]))
+    assert (
+        generate_batch(target, [prompts[shortest]], params.max_new_tokens, IM_END_ID)[0]
+        == responses[shortest]
+    )
+    drafter = load_drafter(DRAFTERS, target_config=target.config)
+    replayed = replay_spec(target, drafter, prompts, responses, params)
+    assert replayed.num_verify_steps == measured["per_request_verify_steps"][:REPLAYED]
+    assert [sum(s) for s in replayed.accept_lens] == measured["per_request_tokens"][:REPLAYED]

@@ -78,11 +78,11 @@ def profile_delta(before: dict | None, after: dict | None) -> dict | None:
     if steps <= 0:
         return None
     means = {name: (total - prev_totals.get(name, 0.0)) / steps for name, total in after["totals_ms"].items()}
-    widths = width_steps(before, after)
+    widths = format_width_steps(before, after)
     return {**means, "steps": steps, **({"widths": widths} if widths else {})}
 
 
-def width_steps(before: dict | None, after: dict) -> str:
+def format_width_steps(before: dict | None, after: dict) -> str:
     """The steps each verify width ran between two reads of a profile, as ``"width:steps"`` pairs
     (``"1:37 4:14"``: what an adaptive policy chose); empty where the profile has no widths."""
     prev = (before or {}).get("widths", {})

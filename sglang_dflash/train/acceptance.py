@@ -4,6 +4,15 @@
 appends every finished batch to a ``.partial.jsonl`` file next to the JSON result, so an
 interrupted measurement continues where it stopped; the result counts every committed token and
 every verify step (tau = tokens / verify steps).
+
+Greedy DFlash is lossless, so its output is the target's own greedy response, the same for every
+drafter.  Given that response, the verify steps are determined by the drafter alone: at each step
+the block starts at the last committed token, sees the target's features of every token before
+it, and commits its run of correct drafts plus one.  :func:`replay_spec` computes exactly that
+teacher-forced (one target pass over prompt + response, one drafter pass over every anchor, the
+lm_head only where a run is still alive) instead of decoding, so ``measure_tau(responses=...)``
+gives the reference's tau without its per-step cost.  :func:`greedy_responses` makes and keeps
+those responses (resumable, tied to the target's weights and the prompts).
 """
 
 from __future__ import annotations
@@ -13,13 +22,22 @@ import math
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
+import torch
 from torch import nn
 from tqdm import tqdm
 
 from ..draft_model import DFlashDraftModel
-from ..reference import spec_generate
+from ..reference import SpecResult, spec_generate
 from ..speculative import SamplingParams
+from .data import generate_batch
+from .objective import IGNORE, block_hidden, build_blocks
+from .tokens import json_sha256, weights_sha256
+
+# Blocks per drafter pass in a replay: a pass's attention scores grow with (anchors x block) x
+# (length + anchors x block); 64 blocks of 16 keep them near 60 MB for a 512-token sequence.
+REPLAY_ANCHORS_PER_PASS = 64
 
 
 def _read_partial(path: str | None) -> list[dict]:
@@ -44,12 +62,19 @@ def measure_tau(
     partial_path: str | None = None,
     settings: dict | None = None,
     max_minutes: float | None = None,
+    responses: Sequence[Sequence[int]] | None = None,
 ) -> dict:
     """tau over ``prompts``; batches already in ``partial_path`` (same ``settings``) are not rerun.
 
     With ``max_minutes`` no new batch starts after that many minutes; the result then covers the
-    finished batches only (``complete`` is false) and a rerun continues.
+    finished batches only (``complete`` is false) and a rerun continues.  With ``responses`` (the
+    target's greedy response to every prompt, :func:`greedy_responses`) each batch is replayed
+    teacher-forced (:func:`replay_spec`) instead of decoded; greedy ``params`` only.
     """
+    if responses is not None and len(responses) != len(prompts):
+        raise ValueError(
+            f"measure_tau: got {len(responses)} responses for {len(prompts)} prompts; expected one per prompt"
+        )
     started = time.time()
     done = _read_partial(partial_path)
     if done and done[0].get("settings") != settings:
@@ -69,7 +94,16 @@ def measure_tau(
         if max_minutes is not None and time.time() - started > 60 * max_minutes:
             break
         began = time.time()
-        result = spec_generate(target, drafter, prompts[start : start + batch_size], params)
+        if responses is None:
+            result = spec_generate(target, drafter, prompts[start : start + batch_size], params)
+        else:
+            result = replay_spec(
+                target,
+                drafter,
+                prompts[start : start + batch_size],
+                responses[start : start + batch_size],
+                params,
+            )
         entry = {
             "settings": settings,
             "start": start,
@@ -79,6 +113,9 @@ def measure_tau(
             "verify_steps": result.num_verify_steps,
             "finish_reasons": result.finish_reasons,
         }
+        if isinstance(result, ReplayResult):
+            entry["block_hits"] = [sum(h) for h in result.block_hits]
+            entry["blocks"] = [len(h) for h in result.block_hits]
         done.append(entry)
         if partial_path:
             with open(
@@ -90,7 +127,7 @@ def measure_tau(
     steps = sum(sum(d["verify_steps"]) for d in done)
     taus = [t for d in done for t in d["tau"]]
     finite = [t for t in taus if not math.isnan(t)]
-    return {
+    summary = {
         "prompts": len(taus),
         "complete": len(taus) == len(prompts),
         "mean_tau": tokens / max(1, steps),
@@ -103,3 +140,163 @@ def measure_tau(
         "per_request_tokens": [n for d in done for n in d["tokens"]],
         "per_request_verify_steps": [n for d in done for n in d["verify_steps"]],
     }
+    if done and all("blocks" in d for d in done):
+        # Correct drafts in a row per block over every anchor of the responses: the trainer's
+        # held-out acceptance, measured on these prompts (compare it to see the data's domain gap).
+        summary["teacher_forced_accept"] = sum(sum(d["block_hits"]) for d in done) / max(
+            1, sum(sum(d["blocks"]) for d in done)
+        )
+    return summary
+
+
+def replay_walk(hits: Sequence[int]) -> list[int]:
+    """Tokens committed per verify step (the reference's ``accept_lens``) along a fixed response.
+
+    ``hits[a]`` is how many drafts the block anchored at response token ``a`` gets right in a row
+    (``len(hits)`` = response tokens after the first, which the prefill commits).  A step commits
+    those drafts plus the target's own next token, cut at the response's end.
+    """
+    commits, anchor = [], 0
+    while anchor < len(hits):
+        commit = min(int(hits[anchor]) + 1, len(hits) - anchor)
+        commits.append(commit)
+        anchor += commit
+    return commits
+
+
+@torch.no_grad()
+def block_hits(
+    target: nn.Module, drafter: DFlashDraftModel, prompt: Sequence[int], response: Sequence[int]
+) -> torch.Tensor:
+    """Correct drafts in a row [len(response) - 1] of the block anchored at every response token.
+
+    Teacher-forced: the target's features come from one pass over ``prompt + response``; block
+    ``a`` holds response token ``a`` and mask tokens and sees the features of the tokens before
+    it, as at inference.  Position ``k``'s logits are computed only for blocks whose first
+    ``k - 1`` drafts were right (the lm_head is most of the cost).
+    """
+    device = target.get_input_embeddings().weight.device
+    ids = torch.tensor([list(prompt) + list(response)], device=device)
+    length, start = ids.shape[1], len(prompt)
+    valid = torch.ones_like(ids, dtype=torch.bool)
+    out = target.model(input_ids=ids, output_hidden_states=True, use_cache=False)
+    features = drafter.select_target_features(out.hidden_states, drafter.config.target_layer_ids)
+    loss_mask = torch.zeros_like(ids)
+    loss_mask[0, start:] = 1
+    embed, lm_head, size = target.get_input_embeddings(), target.get_output_embeddings(), drafter.block_size
+    hits = []
+    for first in range(start, length - 1, REPLAY_ANCHORS_PER_PASS):
+        anchors = torch.arange(first, min(first + REPLAY_ANCHORS_PER_PASS, length - 1), device=device)[None]
+        blocks = build_blocks(ids.cpu(), loss_mask.cpu(), anchors.cpu(), size, drafter.mask_token_id)
+        hidden = block_hidden(drafter, embed, features, valid, blocks.to(device))
+        hidden = hidden.view(-1, size, hidden.shape[-1])
+        labels = blocks.labels.view(-1, size).to(device)
+        run = torch.zeros(labels.shape[0], dtype=torch.long, device=device)
+        alive = torch.ones_like(run, dtype=torch.bool)
+        for k in range(1, size):
+            alive &= labels[:, k] != IGNORE
+            rows = alive.nonzero().flatten()
+            if rows.numel() == 0:
+                break
+            logits = lm_head(hidden[rows, k].to(lm_head.weight.dtype))
+            right = logits.argmax(-1) == labels[rows, k]
+            run[rows] += right.long()
+            alive[rows] = right
+        hits.append(run)
+    return torch.cat(hits).cpu() if hits else torch.zeros(0, dtype=torch.long)
+
+
+@dataclass
+class ReplayResult(SpecResult):
+    """A :class:`SpecResult` replayed from fixed responses, with every anchor's run of correct drafts."""
+
+    # Per request: correct drafts in a row of the block anchored at each response token (the
+    # walk visits some of them; their mean is the teacher-forced acceptance the trainer logs for
+    # its held-out records, here on the evaluation prompts).
+    block_hits: list[list[int]] = field(default_factory=list)
+
+
+def replay_spec(
+    target: nn.Module,
+    drafter: DFlashDraftModel,
+    prompts: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    params: SamplingParams,
+) -> ReplayResult:
+    """What greedy :func:`~sglang_dflash.reference.spec_generate` returns, replayed teacher-forced.
+
+    ``responses`` must be the target's greedy responses to ``prompts`` under ``params`` (stop
+    tokens included); the result's ``accept_lens`` are those of the reference's verify steps.
+    """
+    if params.temperature > 0:
+        raise ValueError(
+            f"replay_spec: temperature is {params.temperature}; expected 0 (greedy output is fixed)"
+        )
+    hits, reasons = [], []
+    for prompt, response in zip(prompts, responses, strict=True):
+        response = list(response)[: params.max_new_tokens]
+        hits.append(block_hits(target, drafter, prompt, response).tolist())
+        stopped = bool(response) and response[-1] in params.stop_token_ids
+        reasons.append("stop" if stopped else "length")
+    return ReplayResult(
+        token_ids=[list(r) for r in responses],
+        accept_lens=[replay_walk(h) for h in hits],
+        finish_reasons=reasons,
+        num_prompt_tokens=[len(p) for p in prompts],
+        block_hits=hits,
+    )
+
+
+def greedy_responses(
+    target: nn.Module,
+    prompts: Sequence[Sequence[int]],
+    params: SamplingParams,
+    path: str,
+    max_minutes: float | None = None,
+) -> list[list[int]] | None:
+    """The target's greedy response to every prompt, kept in ``path`` (JSONL, resumable per prompt).
+
+    The first line holds the settings (the target's weight digest, the budget and stop tokens);
+    a file made under other settings is refused.  Every other line is one prompt's response, with
+    the prompt's position and the digest of its ids, so the file grows with the prompt list and a
+    different prompt at a kept position is refused.  Returns ``None`` when ``max_minutes`` ran out
+    first (a rerun continues).
+    """
+    if len(params.stop_token_ids) > 1:
+        raise ValueError(
+            f"greedy_responses: stop_token_ids is {params.stop_token_ids}; expected at most one stop token"
+        )
+    settings = {
+        "target_sha256": weights_sha256(target),
+        "max_new_tokens": params.max_new_tokens,
+        "stop_token_ids": list(params.stop_token_ids),
+    }
+    done = _read_partial(path)
+    if done and done[0].get("settings") != settings:
+        raise ValueError(
+            f"{path}: made under settings {done[0].get('settings')}; expected {settings} "
+            "(another target or budget: use another file)"
+        )
+    if not done:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"settings": settings}) + "\n")
+    digests = [json_sha256(list(p)) for p in prompts]
+    responses = {}
+    for entry in done[1:]:
+        index = entry["index"]
+        if index < len(prompts) and entry["prompt_sha256"] != digests[index]:
+            raise ValueError(
+                f"{path}: prompt {index} has digest {entry['prompt_sha256']}; expected {digests[index]} "
+                "(another prompt list: use another file)"
+            )
+        responses[index] = entry["response"]
+    started, stop = time.time(), params.stop_token_ids[0] if params.stop_token_ids else None
+    for index in tqdm([i for i in range(len(prompts)) if i not in responses], desc="greedy responses"):
+        if max_minutes is not None and time.time() - started > 60 * max_minutes:
+            return None
+        # One prompt per pass: left padding changes float rounding, and with it near-tied argmaxes.
+        responses[index] = generate_batch(target, [prompts[index]], params.max_new_tokens, stop)[0]
+        entry = {"index": index, "prompt_sha256": digests[index], "response": responses[index]}
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+    return [responses[i] for i in range(len(prompts))]

@@ -15,6 +15,7 @@ For a training sequence x[0..T) (prompt + the target's own response):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -36,6 +37,10 @@ class BlockBatch:
     labels: torch.Tensor  # x[a+i] for i >= 1 inside the loss region, else IGNORE
     block_ids: torch.Tensor  # which block (0..A-1) each query belongs to; -1 for padding blocks
     anchors: torch.Tensor  # [R, A] anchor positions (-1 for padding)
+
+    def to(self, device: torch.device | str) -> BlockBatch:
+        """The same blocks with every tensor on ``device``."""
+        return BlockBatch(*(getattr(self, f.name).to(device) for f in dataclasses.fields(self)))
 
 
 def sample_anchors(
@@ -102,6 +107,27 @@ def context_visibility(blocks: BlockBatch, context_valid: torch.Tensor) -> torch
     return (t[None, None, :] < anchor_of_query[:, :, None]) & context_valid[:, None, :]
 
 
+def block_hidden(
+    drafter: DFlashDraftModel,
+    embed: nn.Embedding,
+    target_features: torch.Tensor,
+    context_valid: torch.Tensor,
+    blocks: BlockBatch,
+) -> torch.Tensor:
+    """The drafter's output hidden states [R, A*block_size, H] for every block query, in one forward.
+
+    ``target_features`` [R, T, K*H] are the frozen target's concatenated hidden states,
+    ``context_valid`` [R, T] marks real (non-padding) tokens.
+    """
+    rows, length, _ = target_features.shape
+    ctx_positions = torch.arange(length, device=target_features.device)[None].expand(rows, -1)
+    context = drafter.project_context(target_features)
+    context_kv = drafter.context_kv(context, ctx_positions)
+    visible = context_visibility(blocks, context_valid)
+    masks = drafter.attention_masks(blocks.positions, ctx_positions, visible, blocks.block_ids)
+    return drafter(embed(blocks.tokens), blocks.positions, context_kv, masks)
+
+
 @dataclass
 class LossOutput:
     loss: torch.Tensor
@@ -123,14 +149,9 @@ def dflash_loss(
     ``target_features`` [R, T, K*H] are the frozen target's concatenated hidden states,
     ``context_valid`` [R, T] marks real (non-padding) tokens.
     """
-    rows, length, _ = target_features.shape
+    rows = target_features.shape[0]
     block_size = weights.numel()
-    ctx_positions = torch.arange(length, device=target_features.device)[None].expand(rows, -1)
-    context = drafter.project_context(target_features)
-    context_kv = drafter.context_kv(context, ctx_positions)
-    visible = context_visibility(blocks, context_valid)
-    masks = drafter.attention_masks(blocks.positions, ctx_positions, visible, blocks.block_ids)
-    hidden = drafter(embed(blocks.tokens), blocks.positions, context_kv, masks)
+    hidden = block_hidden(drafter, embed, target_features, context_valid, blocks)
 
     supervised = blocks.labels != IGNORE
     logits = lm_head(hidden[supervised].to(lm_head.weight.dtype)).float()

@@ -315,9 +315,7 @@ def train_step(
     if config.sample_positions:
         labels, weights = sample_block_positions(blocks.labels, weights, gen)
         blocks = dataclasses.replace(blocks, labels=labels)
-    blocks = dataclasses.replace(
-        blocks, **{f.name: getattr(blocks, f.name).to(config.device) for f in dataclasses.fields(blocks)}
-    )
+    blocks = blocks.to(config.device)
     autocast = (
         torch.autocast("cuda", dtype=torch.bfloat16)
         if config.device.startswith("cuda")

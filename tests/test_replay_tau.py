@@ -1,0 +1,144 @@
+"""Replayed tau: the reference decoder's verify steps recomputed teacher-forced from the target's greedy
+response (``measure_tau(responses=...)``, ``sglang-dflash eval-tau --replay``), and the kept responses."""
+
+import json
+
+import pytest
+
+from sglang_dflash import SamplingParams, load_drafter, spec_generate
+from sglang_dflash.testing import make_tiny_drafter
+from sglang_dflash.train import acceptance
+from sglang_dflash.train.acceptance import greedy_responses, measure_tau, replay_spec, replay_walk
+
+
+@pytest.fixture(scope="module")
+def setup(tiny_corpus, tiny_trained):
+    target, _, records = tiny_corpus
+    drafter = load_drafter(str(tiny_trained[0]), target_config=target.config)
+    prompts = [r["input_ids"][: r["loss_start"]] for r in records[64:72]]  # not trained on
+    return target, drafter, prompts
+
+
+def stop_token_inside_some_responses(target, drafter, prompts) -> int:
+    """A token the greedy responses emit mid-way, so that some requests stop early."""
+    tokens = spec_generate(target, drafter, prompts, SamplingParams(max_new_tokens=24)).token_ids
+    middles = [t for row in tokens for t in row[4:12]]
+    return max(set(middles), key=middles.count)
+
+
+def test_replay_walk_commits_each_run_plus_one_and_stops_at_the_response_end():
+    assert replay_walk([0, 0, 0]) == [1, 1, 1]
+    # anchor 0: 2 right -> 3 tokens; anchor 3: 0 right -> 1; anchor 4: 5 right, but 1 token is left
+    assert replay_walk([2, 9, 9, 0, 5]) == [3, 1, 1]
+    assert replay_walk([]) == []
+
+
+@pytest.mark.parametrize("which", ["trained", "random"])
+def test_replayed_verify_steps_equal_the_reference_decoders(setup, which):
+    target, drafter, prompts = setup
+    if which == "random":
+        drafter = make_tiny_drafter(
+            target.config, seed=3, num_layers=2, target_layer_ids=list(drafter.config.target_layer_ids)
+        )
+    params = SamplingParams(
+        max_new_tokens=24, stop_token_ids=(stop_token_inside_some_responses(target, drafter, prompts),)
+    )
+    decoded = spec_generate(target, drafter, prompts, params)
+    assert "stop" in decoded.finish_reasons and "length" in decoded.finish_reasons
+    replayed = replay_spec(target, drafter, prompts, decoded.token_ids, params)
+    assert replayed.accept_lens == decoded.accept_lens
+    assert replayed.finish_reasons == decoded.finish_reasons
+    if which == "trained":  # runs of several drafts, not only the bonus token
+        assert max(max(steps, default=0) for steps in decoded.accept_lens) >= 3
+
+
+def test_kept_greedy_responses_are_the_targets_and_resume(setup, tmp_path, monkeypatch):
+    target, drafter, prompts = setup
+    params = SamplingParams(
+        max_new_tokens=20, stop_token_ids=(stop_token_inside_some_responses(target, drafter, prompts),)
+    )
+    path = str(tmp_path / "greedy.jsonl")
+    first = greedy_responses(target, prompts[:3], params, path)
+    assert first == spec_generate(target, drafter, prompts[:3], params).token_ids  # lossless: the same
+    made = []
+    real = acceptance.generate_batch
+    monkeypatch.setattr(acceptance, "generate_batch", lambda *a, **k: made.append(1) or real(*a, **k))
+    assert greedy_responses(target, prompts[:3], params, path) == first and not made
+    grown = greedy_responses(target, prompts[:5], params, path)  # only the two new prompts run
+    assert grown[:3] == first and len(made) == 2
+    assert grown == spec_generate(target, drafter, prompts[:5], params).token_ids
+
+
+def test_kept_responses_refuse_another_budget_or_another_prompt(setup, tmp_path):
+    target, _, prompts = setup
+    path = str(tmp_path / "greedy.jsonl")
+    greedy_responses(target, prompts[:2], SamplingParams(max_new_tokens=8), path)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        greedy_responses(target, prompts[:2], SamplingParams(max_new_tokens=9), path)
+    with pytest.raises(ValueError, match="prompt 1 has digest"):
+        greedy_responses(target, [prompts[0], prompts[5]], SamplingParams(max_new_tokens=8), path)
+    with pytest.raises(ValueError, match="at most one stop token"):
+        greedy_responses(target, prompts[:2], SamplingParams(max_new_tokens=8, stop_token_ids=(1, 2)), path)
+    with open(path, encoding="utf-8") as f:
+        assert len(f.readlines()) == 3  # the settings and the two responses, nothing lost
+
+
+def test_measure_tau_from_kept_responses_equals_decoding_and_never_decodes(setup, tmp_path, monkeypatch):
+    target, drafter, prompts = setup
+    params = SamplingParams(max_new_tokens=16)
+    decoded = measure_tau(target, drafter, prompts, params, batch_size=4)
+    responses = greedy_responses(target, prompts, params, str(tmp_path / "greedy.jsonl"))
+    monkeypatch.setattr(acceptance, "spec_generate", lambda *a, **k: pytest.fail("decoded"))
+    replayed = measure_tau(target, drafter, prompts, params, batch_size=4, responses=responses)
+    for key in ("tokens", "verify_steps", "per_request_verify_steps", "per_request_tau"):
+        assert replayed[key] == decoded[key], key
+    with pytest.raises(ValueError, match="got 7 responses for 8 prompts"):
+        measure_tau(target, drafter, prompts, params, responses=responses[:7])
+    with pytest.raises(ValueError, match="temperature is 0.7"):
+        replay_spec(target, drafter, prompts, responses, SamplingParams(max_new_tokens=16, temperature=0.7))
+
+
+def test_partial_results_of_a_replay_are_json(setup, tmp_path):
+    target, drafter, prompts = setup
+    params = SamplingParams(max_new_tokens=12)
+    responses = greedy_responses(target, prompts[:4], params, str(tmp_path / "greedy.jsonl"))
+    partial = str(tmp_path / "tau.partial.jsonl")
+    measure_tau(target, drafter, prompts[:4], params, 2, partial, {"method": "replay"}, responses=responses)
+    with open(partial, encoding="utf-8") as f:
+        assert [json.loads(line)["start"] for line in f] == [0, 2]
+
+
+def test_teacher_forced_accept_is_the_training_objectives_acceptance_at_every_anchor(setup, tmp_path):
+    """The replay's lazy lm_head gives the runs the training objective measures with full logits."""
+    import torch
+
+    from sglang_dflash.train.objective import build_blocks, dflash_loss, position_weights
+    from sglang_dflash.train.trainer import target_features
+
+    target, drafter, prompts = setup
+    params = SamplingParams(max_new_tokens=20)
+    responses = greedy_responses(target, prompts[:3], params, str(tmp_path / "greedy.jsonl"))
+    replayed = measure_tau(target, drafter, prompts[:3], params, batch_size=3, responses=responses)
+    hits, blocks = 0.0, 0
+    for prompt, response in zip(prompts[:3], responses):
+        ids = torch.tensor([prompt + response])
+        loss_mask = torch.zeros_like(ids)
+        loss_mask[0, len(prompt) :] = 1
+        anchors = torch.arange(len(prompt), ids.shape[1] - 1)[None]
+        batch = build_blocks(ids, loss_mask, anchors, drafter.block_size, drafter.mask_token_id)
+        valid = torch.ones_like(ids, dtype=torch.bool)
+        features = target_features(target, drafter.config.target_layer_ids, ids, valid)
+        with torch.no_grad():
+            out = dflash_loss(
+                drafter,
+                target.get_input_embeddings(),
+                target.get_output_embeddings(),
+                features,
+                valid,
+                batch,
+                position_weights(drafter.block_size, None),
+            )
+        hits += float(out.expected_accept) * anchors.numel()
+        blocks += anchors.numel()
+    assert replayed["teacher_forced_accept"] == pytest.approx(hits / blocks, abs=1e-6)
+    assert replayed["teacher_forced_accept"] > 0  # not a trivial 0 == 0: some drafts are right
