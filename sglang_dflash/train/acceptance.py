@@ -34,6 +34,7 @@ from ..speculative import SamplingParams
 from .data import generate_batch
 from .objective import IGNORE, block_hidden, build_blocks
 from .tokens import json_sha256, weights_sha256
+from .trainer import target_features
 
 # Blocks per drafter pass in a replay: a pass's attention scores grow with (anchors x block) x
 # (length + anchors x block); 64 blocks of 16 keep them near 60 MB for a 512-token sequence.
@@ -176,18 +177,17 @@ def block_hits(
     ``k - 1`` drafts were right (the lm_head is most of the cost).
     """
     device = target.get_input_embeddings().weight.device
-    ids = torch.tensor([list(prompt) + list(response)], device=device)
+    ids = torch.tensor([list(prompt) + list(response)])  # blocks are built on the CPU
     length, start = ids.shape[1], len(prompt)
-    valid = torch.ones_like(ids, dtype=torch.bool)
-    out = target.model(input_ids=ids, output_hidden_states=True, use_cache=False)
-    features = drafter.select_target_features(out.hidden_states, drafter.config.target_layer_ids)
+    valid = torch.ones_like(ids, dtype=torch.bool, device=device)
+    features = target_features(target, drafter.config.target_layer_ids, ids.to(device), valid)
     loss_mask = torch.zeros_like(ids)
     loss_mask[0, start:] = 1
     embed, lm_head, size = target.get_input_embeddings(), target.get_output_embeddings(), drafter.block_size
     hits = []
     for first in range(start, length - 1, REPLAY_ANCHORS_PER_PASS):
-        anchors = torch.arange(first, min(first + REPLAY_ANCHORS_PER_PASS, length - 1), device=device)[None]
-        blocks = build_blocks(ids.cpu(), loss_mask.cpu(), anchors.cpu(), size, drafter.mask_token_id)
+        anchors = torch.arange(first, min(first + REPLAY_ANCHORS_PER_PASS, length - 1))[None]
+        blocks = build_blocks(ids, loss_mask, anchors, size, drafter.mask_token_id)
         hidden = block_hidden(drafter, embed, features, valid, blocks.to(device))
         hidden = hidden.view(-1, size, hidden.shape[-1])
         labels = blocks.labels.view(-1, size).to(device)
@@ -232,16 +232,12 @@ def replay_spec(
         raise ValueError(
             f"replay_spec: temperature is {params.temperature}; expected 0 (greedy output is fixed)"
         )
-    hits, reasons = [], []
-    for prompt, response in zip(prompts, responses, strict=True):
-        response = list(response)[: params.max_new_tokens]
-        hits.append(block_hits(target, drafter, prompt, response).tolist())
-        stopped = bool(response) and response[-1] in params.stop_token_ids
-        reasons.append("stop" if stopped else "length")
+    kept = [list(r)[: params.max_new_tokens] for r in responses]
+    hits = [block_hits(target, drafter, p, r).tolist() for p, r in zip(prompts, kept, strict=True)]
     return ReplayResult(
-        token_ids=[list(r) for r in responses],
+        token_ids=kept,
         accept_lens=[replay_walk(h) for h in hits],
-        finish_reasons=reasons,
+        finish_reasons=["stop" if r and r[-1] in params.stop_token_ids else "length" for r in kept],
         num_prompt_tokens=[len(p) for p in prompts],
         block_hits=hits,
     )
