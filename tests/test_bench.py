@@ -411,3 +411,57 @@ def test_results_json_keeps_token_ids_on_one_line_and_reads_back_equal():
     assert json.loads(text) == raw
     assert '"output_ids": [5,-1,49151]' in text and '"empty": []' in text
     assert len(text) < len(json.dumps(raw, indent=1))
+
+
+def test_gpu_runs_warm_every_concurrency_level_before_timing_it():
+    """A new batch size's one-time costs (kernel compilation) fell into the first dataset timed at
+    each level on the H100 (2026-11-26): GPU runs warm each level first, with short requests."""
+    from sglang_dflash.bench.engine_run import WARM_LEVEL_TOKENS, warmup_runs
+
+    def prompts(tag, n):
+        return [{"id": f"{tag}{i}", "input_ids": [i]} for i in range(n)]
+
+    groups = [
+        {"dataset": "a", "concurrency": 1, "prompts": prompts("a", 8)},
+        {"dataset": "b", "concurrency": 1, "prompts": prompts("b", 8)},
+        {"dataset": "a", "concurrency": 16, "prompts": prompts("a", 32)},
+        {"dataset": "b", "concurrency": 16, "prompts": prompts("b", 32)},
+        {"dataset": "a", "concurrency": 64, "prompts": prompts("a", 40)},
+    ]
+    params = {"max_new_tokens": 256, "temperature": 0.0}
+    cfg = {"groups": groups, "sampling_params": params, "warmup": 4}
+    (only,) = warmup_runs(cfg)
+    assert (len(only[0]), only[1], only[2]) == (4, 4, params)
+    runs = warmup_runs({**cfg, "warm_every_level": True})
+    assert [(len(p), level) for p, level, _ in runs] == [(4, 4), (16, 16), (40, 64)]
+    assert [p["id"] for p in runs[1][0]] == [f"a{i}" for i in range(16)]
+    assert all(r[2] == {**params, "max_new_tokens": WARM_LEVEL_TOKENS} for r in runs[1:])
+
+
+def test_the_harness_asks_for_level_warmups_on_gpus_only(monkeypatch, tmp_path):
+    from sglang_dflash.bench import harness
+
+    written = {}
+
+    class Done:
+        returncode = 0
+
+        def __init__(self, command, **kwargs):
+            written.update(json.loads(open(command[-2], encoding="utf-8").read()))
+            json.dump({"mode": "baseline", "groups": []}, open(command[-1], "w", encoding="utf-8"))
+
+        def wait(self, timeout=None):
+            return 0
+
+    monkeypatch.setattr(harness.subprocess, "Popen", Done)
+    for device, expected in (("cuda", True), ("cpu", False)):
+        cfg = harness.BenchConfig(
+            model="m",
+            drafter=None,
+            datasets=[os.path.join(SHARED_DATA, "gsm8k.jsonl")],
+            out=str(tmp_path),
+            device=device,
+            modes=["baseline"],
+        )
+        harness.run_mode(cfg, "baseline", [], str(tmp_path))
+        assert written["warm_every_level"] is expected

@@ -359,10 +359,11 @@ class FakeEvent:
         return end.at - self.at
 
 
-def test_profiler_times_the_three_phases_of_every_step(tmp_path, monkeypatch):
-    clock = iter(range(1000))
-    monkeypatch.setattr(StepProfiler, "mark", staticmethod(lambda: FakeEvent(next(clock) * 2.0)))
-    profiler = StepProfiler(str(tmp_path / "profile.json"))
+def test_profiler_times_the_three_phases_the_gap_and_the_host_of_every_step(tmp_path, monkeypatch):
+    events = iter(range(1000))
+    monkeypatch.setattr(StepProfiler, "mark", staticmethod(lambda: FakeEvent(next(events) * 2.0)))
+    host = iter(range(1000))
+    profiler = StepProfiler(str(tmp_path / "profile.json"), clock=lambda: next(host) * 0.001)
     bs, block_size, vocab = 2, 4, 9
     inputs = StepInputs(
         bonus_tokens=torch.tensor([1, 2]),
@@ -373,7 +374,10 @@ def test_profiler_times_the_three_phases_of_every_step(tmp_path, monkeypatch):
         sampling=BatchSampling.from_params([SamplingParams()] * bs),
     )
     logits = torch.randn(bs * block_size, vocab, generator=torch.Generator().manual_seed(0))
-    for _ in range(32):  # the means are written every 32 steps
+    for step in range(StepProfiler.WRITE_EVERY * 2):
+        if step == StepProfiler.WRITE_EVERY:
+            profiler.forward_done()  # a prefill: the next step's device gap is not timed
+        profiler.begin_step()
         decode_step(
             inputs,
             draft=lambda block, positions: logits,
@@ -381,5 +385,15 @@ def test_profiler_times_the_three_phases_of_every_step(tmp_path, monkeypatch):
             inject=lambda hidden, positions, slots: None,
             profiler=profiler,
         )
+        profiler.end_step(block_size)
     written = json.loads((tmp_path / "profile.json").read_text())
-    assert written == {"draft_ms": 2.0, "verify_ms": 2.0, "accept_inject_ms": 2.0, "steps": 32}
+    steps = StepProfiler.WRITE_EVERY * 2
+    # Every event 2 ms after the one before; the host clock reads 1 ms later at every call.
+    assert written["steps"] == steps
+    device_phases = ("draft_ms", "verify_ms", "accept_inject_ms", "gpu_gap_ms")
+    assert {k: written[k] for k in device_phases} == dict.fromkeys(device_phases, 2.0)
+    assert written["step_ms"] == 1.0  # begin_step and end_step read the clock one after the other
+    assert written["totals_ms"]["gpu_gap_ms"] == 2.0 * (steps - 2)  # no gap before the first steps
+    assert written["widths"] == {str(block_size): {"steps": steps, "step_ms": 6.0}}
+    # host_ms: from the previous end_step (or prefill) to begin_step, one clock read apart
+    assert written["totals_ms"]["host_ms"] == pytest.approx(1.0 * (steps - 1))

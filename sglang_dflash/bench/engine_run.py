@@ -2,9 +2,10 @@
 
     python -m sglang_dflash.bench.engine_run CONFIG.json RESULT.json
 
-CONFIG holds ``mode``, ``engine_args``, ``sampling_params``, ``warmup`` and ``groups`` (each a
-dataset name, a concurrency and its prompts as token ids).  Requests of a group are issued with
-at most ``concurrency`` in flight; each is streamed so its time to first token is measured.
+CONFIG holds ``mode``, ``engine_args``, ``sampling_params``, ``warmup``, ``warm_every_level`` and
+``groups`` (each a dataset name, a concurrency and its prompts as token ids).  Requests of a group
+are issued with at most ``concurrency`` in flight; each is streamed so its time to first token is
+measured.
 """
 
 from __future__ import annotations
@@ -60,6 +61,33 @@ async def run_group(
     return samples, time.perf_counter() - start
 
 
+# Tokens per request of a level's warm-up: enough to run every batch size the level reaches.
+WARM_LEVEL_TOKENS = 16
+
+
+def warmup_runs(cfg: dict) -> list[tuple[list[dict], int, dict]]:
+    """The warm-up runs before the timed groups, as (prompts, concurrency, sampling params).
+
+    Always ``warmup`` prompts of the first group, all at once.  With ``warm_every_level`` (GPU
+    runs) also, for every higher concurrency level, that many prompts of its first group for
+    :data:`WARM_LEVEL_TOKENS` tokens: the first steps at a new batch size pay one-time costs
+    (kernel compilation, allocator growth) that would otherwise land in whichever dataset is timed
+    first at that level.
+    """
+    params = cfg["sampling_params"]
+    warm = cfg["groups"][0]["prompts"][: cfg.get("warmup", 4)]
+    runs = [(warm, len(warm), params)]
+    if cfg.get("warm_every_level"):
+        short = {**params, "max_new_tokens": min(WARM_LEVEL_TOKENS, params["max_new_tokens"])}
+        seen = {len(warm)}
+        for group in cfg["groups"]:
+            level = group["concurrency"]
+            if level not in seen and level > len(warm):
+                seen.add(level)
+                runs.append((group["prompts"][:level], level, short))
+    return runs
+
+
 def read_profile(path: str | None) -> dict | None:
     """The worker's step profile file (``SGLANG_DFLASH_PROFILE``), or None when there is none yet."""
     if not path or not os.path.exists(path):
@@ -103,10 +131,9 @@ def main(config_path: str, result_path: str) -> None:
     loop = asyncio.get_event_loop()
     results = {"mode": cfg["mode"], "groups": []}
     try:
-        warm = cfg["groups"][0]["prompts"][: cfg.get("warmup", 4)]
-        loop.run_until_complete(
-            run_group(engine, warm, cfg["sampling_params"], len(warm), f"{cfg['mode']} warmup")
-        )
+        for prompts, level, params in warmup_runs(cfg):
+            desc = f"{cfg['mode']} warmup c={level}"
+            loop.run_until_complete(run_group(engine, prompts, params, level, desc))
         profile_path = os.environ.get("SGLANG_DFLASH_PROFILE")
         for group in cfg["groups"]:
             desc = f"{cfg['mode']} {group['dataset']} c={group['concurrency']}"

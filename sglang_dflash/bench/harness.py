@@ -245,6 +245,7 @@ def run_mode(cfg: BenchConfig, mode: str, groups: list[dict], workdir: str) -> d
                 "sampling_params": sampling,
                 "groups": groups,
                 "warmup": cfg.warmup,
+                "warm_every_level": cfg.device == "cuda",
             },
             f,
         )

@@ -49,8 +49,9 @@ def summarize(raw: dict) -> list[dict]:
     return rows
 
 
-# The worker's step phases (``SGLANG_DFLASH_PROFILE``, ``worker.WallClockProfiler``, in this order);
-# CUDA events time draft, verify and accept_inject only.
+# The worker's step phases (``SGLANG_DFLASH_PROFILE``, ``worker.WallClockProfiler``, in this order).
+# On a GPU (``worker.StepProfiler``) CUDA events time draft, verify, accept_inject and the device
+# gap between steps, step_ms and host_ms stay host wall clock, and the finer details are not timed.
 PHASE_NAMES = (
     "step_ms",
     "host_ms",
@@ -61,6 +62,7 @@ PHASE_NAMES = (
     "accept_ms",
     "publish_ms",
     "inject_ms",
+    "gpu_gap_ms",
 )
 
 
@@ -124,8 +126,10 @@ def phase_table(rows: list[dict]) -> str:
     if not profiled:
         return ""
     return (
-        "\n## Step profile (ms per decode step, wall clock; step_cost = tau / speedup, in plain steps)\n\n"
-        + markdown_table(profiled, PHASE_COLUMNS)
+        "\n## Step profile (ms per decode step; step_cost = tau / speedup, in plain steps)\n\n"
+        "Wall clock on CPU. On a GPU: draft, verify, accept_inject and gpu_gap (device time between "
+        "steps) from CUDA events; step_ms (the worker's decode call) and host_ms (the scheduler "
+        "between steps) on the host's clock.\n\n" + markdown_table(profiled, PHASE_COLUMNS)
     )
 
 

@@ -329,7 +329,8 @@ class WallClockProfiler(_NoProfiler):
     tell what an adaptive policy chose and what each choice cost.
     """
 
-    PHASES = PHASE_NAMES  # the columns the bench report reads back
+    # The columns the bench report reads back, less the device gap between steps (GPU only).
+    PHASES = tuple(name for name in PHASE_NAMES if name != "gpu_gap_ms")
 
     def __init__(self, path: str, clock: Callable[[], float] = time.perf_counter) -> None:
         self.path, self.clock, self.steps = path, clock, 0
@@ -397,21 +398,36 @@ def make_profiler(path: str | None, device: torch.device) -> PhaseProfiler:
 
 
 class StepProfiler(_NoProfiler):
-    """CUDA-event timing of the draft, verify and accept+inject phases of every decode step.
+    """CUDA-event timing of the draft, verify and accept+inject phases of every decode step, next
+    to the host's wall clock around it.
 
     Enabled by ``SGLANG_DFLASH_PROFILE=path``.  Phases run back to back, so one phase's end event
-    is the next one's start (four events per step).  Events are read once complete (no
-    synchronisation in the step) and the running means are rewritten to ``path`` as JSON every 32
-    steps: ``{"draft_ms": .., "verify_ms": .., "accept_inject_ms": .., "steps": ..}``.
+    is the next one's start (four events per step).  ``gpu_gap_ms`` is the device time from the
+    previous decode step's last event to this step's first (the scheduler's work between steps,
+    or the device idling while the host prepares this one; not measured across a prefill).
+    ``step_ms`` (the worker's decode call) and ``host_ms`` (the scheduler's time from the end of
+    the previous forward to this step) are host wall clock, as :class:`WallClockProfiler`'s: where
+    ``step_ms`` nears the phases' sum, the host, not the device, sets the pace.  Events are read
+    once complete (no synchronisation in the step) and the totals, means and per-width tallies are
+    rewritten to ``path`` every :attr:`WRITE_EVERY` completed steps, in the CPU profile's format
+    (the bench takes per-group means from the totals).
     """
 
     PHASES = ("draft_ms", "verify_ms", "accept_inject_ms")
+    WRITE_EVERY = 8  # a group's means lag its end by fewer steps than this (plus those in flight)
 
-    def __init__(self, path: str) -> None:
-        self.path, self.steps = path, 0
-        self.totals = dict.fromkeys(self.PHASES, 0.0)
+    def __init__(self, path: str, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.path, self.clock, self.steps = path, clock, 0
+        self.totals = dict.fromkeys((*self.PHASES, "gpu_gap_ms", "step_ms", "host_ms"), 0.0)
+        self.gap_steps = 0  # steps with a measured gap (the first after a prefill has none)
         self.marks: list[torch.cuda.Event] = []  # the current step's events so far
-        self.in_flight: list[list[torch.cuda.Event]] = []  # finished steps whose events may not be done
+        self.host_start: float | None = None
+        self.host_ms = 0.0
+        self.last_forward_end: float | None = None
+        self.last_event: torch.cuda.Event | None = None  # the previous decode step's last event
+        # Steps whose events may not be done: (previous step's last event, marks, host ms, width).
+        self.in_flight: list[tuple] = []
+        self.width_steps: dict[int, list[float]] = {}  # verify width -> [steps, total device ms]
 
     @staticmethod
     def mark() -> torch.cuda.Event:
@@ -422,7 +438,7 @@ class StepProfiler(_NoProfiler):
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
         """Time the enclosed work as phase ``name``; phases must come in :attr:`PHASES` order."""
-        expected = self.PHASES[max(0, len(self.marks) - 1)]
+        expected = self.PHASES[max(0, len(self.marks) - 1)] if len(self.marks) <= len(self.PHASES) else None
         if name != expected:
             raise ValueError(f"StepProfiler: phase is {name!r}; expected {expected!r}")
         if not self.marks:
@@ -433,25 +449,56 @@ class StepProfiler(_NoProfiler):
             self.marks = []  # a failed step is not timed
             raise
         self.marks.append(self.mark())
-        if len(self.marks) == len(self.PHASES) + 1:
-            self.add(self.marks)
-            self.marks = []
 
-    def add(self, events: list[torch.cuda.Event]) -> None:
-        """Queue one step's events, then fold in every queued step whose last event has completed."""
-        self.in_flight.append(events)
-        while self.in_flight and self.in_flight[0][-1].query():
-            marks = self.in_flight.pop(0)
+    def begin_step(self) -> None:
+        self.host_start, self.marks = self.clock(), []
+        since = self.last_forward_end
+        self.host_ms = 0.0 if since is None else (self.host_start - since) * 1e3
+
+    def end_step(self, width: int = 0) -> None:
+        """Queue the step (that verified ``width`` positions), then fold in every queued step whose
+        events have completed (a step without :meth:`begin_step` or all its phases is not timed)."""
+        end = self.clock()
+        if self.host_start is not None and len(self.marks) == len(self.PHASES) + 1:
+            host = {"step_ms": (end - self.host_start) * 1e3, "host_ms": self.host_ms}
+            self.in_flight.append((self.last_event, self.marks, host, width))
+            self.last_event = self.marks[-1]
+        self.host_start, self.marks, self.last_forward_end = None, [], end
+        self._fold_completed()
+
+    def forward_done(self) -> None:
+        """A prefill ended: the next step's host time starts here, and its device gap is not timed."""
+        self.last_forward_end, self.last_event = self.clock(), None
+
+    def _fold_completed(self) -> None:
+        while self.in_flight and self.in_flight[0][1][-1].query():
+            previous, marks, host, width = self.in_flight.pop(0)
+            device_ms = 0.0
             for name, start, end in zip(self.PHASES, marks, marks[1:]):
-                self.totals[name] += start.elapsed_time(end)
+                elapsed = start.elapsed_time(end)
+                self.totals[name] += elapsed
+                device_ms += elapsed
+            if previous is not None:
+                self.totals["gpu_gap_ms"] += previous.elapsed_time(marks[0])
+                self.gap_steps += 1
+            for name, value in host.items():
+                self.totals[name] += value
+            tally = self.width_steps.setdefault(width, [0, 0.0])
+            tally[0] += 1
+            tally[1] += device_ms
             self.steps += 1
-            if self.steps % 32 == 0:
+            if self.steps % self.WRITE_EVERY == 0:
                 self.write()
 
     def write(self) -> None:
         stats = {name: total / max(1, self.steps) for name, total in self.totals.items()}
+        stats["gpu_gap_ms"] = self.totals["gpu_gap_ms"] / max(1, self.gap_steps)
+        widths = {
+            str(width): {"steps": steps, "step_ms": total / steps}
+            for width, (steps, total) in sorted(self.width_steps.items())
+        }
         with open(self.path, "w", encoding="utf-8") as f:
-            json.dump({**stats, "steps": self.steps}, f)
+            json.dump({**stats, "steps": self.steps, "totals_ms": self.totals, "widths": widths}, f)
 
 
 # ---------------------------------------------------------------------------- the step
