@@ -385,15 +385,17 @@ def test_profiler_times_the_three_phases_the_gap_and_the_host_of_every_step(tmp_
             inject=lambda hidden, positions, slots: None,
             profiler=profiler,
         )
-        profiler.end_step(block_size)
+        profiler.end_step(block_size, (True, step % 2 == 0))
     written = json.loads((tmp_path / "profile.json").read_text())
     steps = StepProfiler.WRITE_EVERY * 2
     # Every event 2 ms after the one before; the host clock reads 1 ms later at every call.
     assert written["steps"] == steps
-    device_phases = ("draft_ms", "verify_ms", "accept_inject_ms", "gpu_gap_ms")
+    device_phases = ("draft_ms", "verify_ms", "accept_inject_ms")
     assert {k: written[k] for k in device_phases} == dict.fromkeys(device_phases, 2.0)
+    # 2 ms between steps, except before the first step and the first after the prefill
+    assert written["gpu_gap_ms"] == pytest.approx(2.0 * (steps - 2) / steps)
+    assert written["graph_steps"] == {"draft": steps, "verify": steps // 2}
     assert written["step_ms"] == 1.0  # begin_step and end_step read the clock one after the other
-    assert written["totals_ms"]["gpu_gap_ms"] == 2.0 * (steps - 2)  # no gap before the first steps
     assert written["widths"] == {str(block_size): {"steps": steps, "step_ms": 6.0}}
     # host_ms: from the previous end_step (or prefill) to begin_step, one clock read apart
     assert written["totals_ms"]["host_ms"] == pytest.approx(1.0 * (steps - 1))

@@ -150,6 +150,14 @@ def test_report_gives_step_cost_and_the_phase_table():
     assert rows["dflash"]["step_cost"] == 4.0  # tau 2 at half the throughput: 4 plain steps
     assert rows["baseline"]["step_cost"] is None
     table = phase_table(list(rows.values()))
-    assert "| d | 1 | dflash | 2.00 | 0.50 | 4.00 | 24 | 16:24 | 300.0 |" in table
+    assert "| d | 1 | dflash | 2.00 | 0.50 | 4.00 | 24 | 16:24 | - | 300.0 |" in table  # no graphs on CPU
     assert "baseline" not in table
     assert step_cost(1.5, float("nan")) is None
+
+
+def test_per_group_graph_replays_come_from_the_gpu_profiles_counts():
+    before = {"steps": 10, "totals_ms": {"verify_ms": 20.0}, "graph_steps": {"draft": 10, "verify": 4}}
+    after = {"steps": 30, "totals_ms": {"verify_ms": 60.0}, "graph_steps": {"draft": 30, "verify": 4}}
+    delta = profile_delta(before, after)
+    assert delta["graphs"] == "draft 20/20 verify 0/20" and delta["verify_ms"] == 2.0
+    assert "graphs" not in profile_delta(None, {"steps": 3, "totals_ms": {"verify_ms": 3.0}})

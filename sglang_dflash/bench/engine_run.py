@@ -106,8 +106,21 @@ def profile_delta(before: dict | None, after: dict | None) -> dict | None:
     if steps <= 0:
         return None
     means = {name: (total - prev_totals.get(name, 0.0)) / steps for name, total in after["totals_ms"].items()}
-    widths = format_width_steps(before, after)
-    return {**means, "steps": steps, **({"widths": widths} if widths else {})}
+    tallies = {
+        "widths": format_width_steps(before, after),
+        "graphs": format_graph_steps(before, after, steps),
+    }
+    return {**means, "steps": steps, **{name: text for name, text in tallies.items() if text}}
+
+
+def format_graph_steps(before: dict | None, after: dict, steps: int) -> str:
+    """Of ``steps`` steps between two reads of a GPU profile, how many replayed a CUDA graph in the
+    draft and in the verify pass (``"draft 412/412 verify 0/412"``); empty without such counts."""
+    if "graph_steps" not in after:
+        return ""
+    prev = (before or {}).get("graph_steps", {})
+    counts = after["graph_steps"].items()
+    return " ".join(f"{name} {count - prev.get(name, 0)}/{steps}" for name, count in counts)
 
 
 def format_width_steps(before: dict | None, after: dict) -> str:

@@ -44,6 +44,7 @@ def summarize(raw: dict) -> list[dict]:
                 row[name] = profile.get(name)
             row["profiled_steps"] = profile.get("steps")
             row["widths"] = profile.get("widths")
+            row["graphs"] = profile.get("graphs")
             row["step_cost"] = step_cost(row.get("tau"), row["speedup"])
             rows.append(row)
     return rows
@@ -107,6 +108,7 @@ PHASE_COLUMNS = [
     ("step_cost", 2),
     ("profiled_steps", 0),
     ("widths", 0),  # steps per verify width, "width:steps"
+    ("graphs", 0),  # GPU: steps whose draft / verify pass replayed a CUDA graph, "draft n/N verify n/N"
     *((name, 1) for name in PHASE_NAMES),
 ]
 

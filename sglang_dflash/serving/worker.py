@@ -288,7 +288,7 @@ class PhaseProfiler(Protocol):
 
     def begin_step(self) -> None: ...
 
-    def end_step(self, width: int = 0) -> None: ...
+    def end_step(self, width: int = 0, graphs: tuple[bool, bool] = (False, False)) -> None: ...
 
     def forward_done(self) -> None: ...
 
@@ -305,7 +305,7 @@ class _NoProfiler:
     def begin_step(self) -> None:
         return None
 
-    def end_step(self, width: int = 0) -> None:
+    def end_step(self, width: int = 0, graphs: tuple[bool, bool] = (False, False)) -> None:
         return None
 
     def forward_done(self) -> None:
@@ -358,9 +358,10 @@ class WallClockProfiler(_NoProfiler):
         if self.last_forward_end is not None:
             self.current["host_ms"] = (self.step_start - self.last_forward_end) * 1e3
 
-    def end_step(self, width: int = 0) -> None:
+    def end_step(self, width: int = 0, graphs: tuple[bool, bool] = (False, False)) -> None:
         """Fold the step (that verified ``width`` positions) in and rewrite the file (a step without
-        :meth:`begin_step` is not timed)."""
+        :meth:`begin_step` is not timed; ``graphs``, whether its passes replayed CUDA graphs, is not
+        recorded where there are none)."""
         if self.step_start is None:
             return
         end = self.clock()
@@ -404,7 +405,9 @@ class StepProfiler(_NoProfiler):
     Enabled by ``SGLANG_DFLASH_PROFILE=path``.  Phases run back to back, so one phase's end event
     is the next one's start (four events per step).  ``gpu_gap_ms`` is the device time from the
     previous decode step's last event to this step's first (the scheduler's work between steps,
-    or the device idling while the host prepares this one; not measured across a prefill).
+    or the device idling while the host prepares this one; a step right after a prefill counts
+    none).  ``graph_steps`` counts the steps whose draft and whose verify pass replayed a CUDA
+    graph (an eager pass costs a launch per kernel: the first suspect of a slow step).
     ``step_ms`` (the worker's decode call) and ``host_ms`` (the scheduler's time from the end of
     the previous forward to this step) are host wall clock, as :class:`WallClockProfiler`'s: where
     ``step_ms`` nears the phases' sum, the host, not the device, sets the pace.  Events are read
@@ -419,7 +422,7 @@ class StepProfiler(_NoProfiler):
     def __init__(self, path: str, clock: Callable[[], float] = time.perf_counter) -> None:
         self.path, self.clock, self.steps = path, clock, 0
         self.totals = dict.fromkeys((*self.PHASES, "gpu_gap_ms", "step_ms", "host_ms"), 0.0)
-        self.gap_steps = 0  # steps with a measured gap (the first after a prefill has none)
+        self.graph_steps = {"draft": 0, "verify": 0}
         self.marks: list[torch.cuda.Event] = []  # the current step's events so far
         self.host_start: float | None = None
         self.host_ms = 0.0
@@ -455,13 +458,14 @@ class StepProfiler(_NoProfiler):
         since = self.last_forward_end
         self.host_ms = 0.0 if since is None else (self.host_start - since) * 1e3
 
-    def end_step(self, width: int = 0) -> None:
-        """Queue the step (that verified ``width`` positions), then fold in every queued step whose
-        events have completed (a step without :meth:`begin_step` or all its phases is not timed)."""
+    def end_step(self, width: int = 0, graphs: tuple[bool, bool] = (False, False)) -> None:
+        """Queue the step (that verified ``width`` positions; ``graphs``: whether its draft and
+        verify passes replayed CUDA graphs), then fold in every queued step whose events have
+        completed (a step without :meth:`begin_step` or all its phases is not timed)."""
         end = self.clock()
         if self.host_start is not None and len(self.marks) == len(self.PHASES) + 1:
             host = {"step_ms": (end - self.host_start) * 1e3, "host_ms": self.host_ms}
-            self.in_flight.append((self.last_event, self.marks, host, width))
+            self.in_flight.append((self.last_event, self.marks, host, width, graphs))
             self.last_event = self.marks[-1]
         self.host_start, self.marks, self.last_forward_end = None, [], end
         self._fold_completed()
@@ -472,7 +476,7 @@ class StepProfiler(_NoProfiler):
 
     def _fold_completed(self) -> None:
         while self.in_flight and self.in_flight[0][1][-1].query():
-            previous, marks, host, width = self.in_flight.pop(0)
+            previous, marks, host, width, (draft_graph, verify_graph) = self.in_flight.pop(0)
             device_ms = 0.0
             for name, start, end in zip(self.PHASES, marks, marks[1:]):
                 elapsed = start.elapsed_time(end)
@@ -480,7 +484,8 @@ class StepProfiler(_NoProfiler):
                 device_ms += elapsed
             if previous is not None:
                 self.totals["gpu_gap_ms"] += previous.elapsed_time(marks[0])
-                self.gap_steps += 1
+            self.graph_steps["draft"] += draft_graph
+            self.graph_steps["verify"] += verify_graph
             for name, value in host.items():
                 self.totals[name] += value
             tally = self.width_steps.setdefault(width, [0, 0.0])
@@ -492,13 +497,21 @@ class StepProfiler(_NoProfiler):
 
     def write(self) -> None:
         stats = {name: total / max(1, self.steps) for name, total in self.totals.items()}
-        stats["gpu_gap_ms"] = self.totals["gpu_gap_ms"] / max(1, self.gap_steps)
         widths = {
             str(width): {"steps": steps, "step_ms": total / steps}
             for width, (steps, total) in sorted(self.width_steps.items())
         }
         with open(self.path, "w", encoding="utf-8") as f:
-            json.dump({**stats, "steps": self.steps, "totals_ms": self.totals, "widths": widths}, f)
+            json.dump(
+                {
+                    **stats,
+                    "steps": self.steps,
+                    "totals_ms": self.totals,
+                    "widths": widths,
+                    "graph_steps": self.graph_steps,
+                },
+                f,
+            )
 
 
 # ---------------------------------------------------------------------------- the step
@@ -651,6 +664,7 @@ class BlockPasses:
     draft_batch: ForwardBatch | None = None
     verify_batch: ForwardBatch | None = None
     verify_result: GenerationBatchResult | None = None
+    draft_graph: bool = False  # whether the draft pass replayed a CUDA graph
 
 
 class DFlashWorker(BaseSpecWorker):
@@ -837,7 +851,9 @@ class DFlashWorker(BaseSpecWorker):
                 full_vocab=grammar is not None and grammar.mask_drafts,
                 logit_columns=(1, width) if self.draft_columns_only else None,
             )
-            return self.draft_runner.forward(passes.draft_batch).logits_output.next_token_logits
+            drafted = self.draft_runner.forward(passes.draft_batch)
+            passes.draft_graph = bool(drafted.can_run_graph)
+            return drafted.logits_output.next_token_logits
 
         def verify(
             block: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor
@@ -911,5 +927,5 @@ class DFlashWorker(BaseSpecWorker):
                 r for r in (passes.draft_batch, passes.verify_batch, out_cache_loc) if r is not None
             ],
         )
-        self.profiler.end_step(width)
+        self.profiler.end_step(width, (passes.draft_graph, bool(passes.verify_result.can_run_cuda_graph)))
         return result
