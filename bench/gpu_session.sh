@@ -5,8 +5,9 @@
 #   bash bench/gpu_session.sh accept      # pytest -m gpu tests/gpu: lossless, meta_info, aborts, built-in loads our files
 #   bash bench/gpu_session.sh bench       # trained drafter: baseline, ours, built-in, NGRAM at c = 1, 4, 16, 64
 #   bash bench/gpu_session.sh overhead    # random drafter (tau ~1), c = 1 and 16; then the temperature-0.7 rows
-#   bash bench/gpu_session.sh short       # a 15-minute device budget's one call: trained drafter (baseline,
-#                                         # ours, built-in at c = 1, 16, 64, re-scored), then random drafter at c = 1
+#   bash bench/gpu_session.sh short       # a 15-minute device budget: trained drafter (baseline, ours, ours
+#                                         # with split-KV verify, built-in at c = 1, 16, 64, re-scored)
+#   bash bench/gpu_session.sh short-random  # then: random drafter at c = 1 (baseline, ours, split-KV)
 #
 # Every stage installs this checkout into the kit's site (offline, seconds), writes what it measured
 # under $OUT (at most 8 files, two folders deep: the device tool's limits) and prints a short table
@@ -24,7 +25,7 @@ MODEL="${MODEL:-/tmp/models/smollm2-135m-instruct}"
 DRAFTER="drafters/smollm2-135m-instruct"
 NUM_PROMPTS="${NUM_PROMPTS:-64}"
 MAX_NEW_TOKENS="${MAX_NEW_TOKENS:-256}"
-if [ "$stage" = short ]; then  # fewer rounds and levels: the whole stage fits about 7 minutes
+if [ "$stage" = short ] || [ "$stage" = short-random ]; then  # each fits one call of about 7 minutes
   ROUNDS="${ROUNDS:-4}"
   CONCURRENCY="${CONCURRENCY:-1,16,64}"
   MODE_TIMEOUT_S="${MODE_TIMEOUT_S:-200}"
@@ -93,16 +94,20 @@ case "$stage" in
       --concurrency 1,16 --num-prompts 32 --rounds "$ROUNDS" --temperature 0.7 || { [ "$rc" != 0 ] || rc=$?; }
     ;;
   short)
-    # Everything the issue's goals need, smallest first, in the one call a 15-minute budget leaves after
-    # the kit's installs; each mode is cut at MODE_TIMEOUT_S and the report keeps what finished.
+    # The goals' trained-drafter measurements, in the one call a 15-minute budget leaves after the
+    # kit's installs; each mode is cut at MODE_TIMEOUT_S and the report keeps what finished.
     prepare
-    bench main --drafter "$DRAFTER" --modes baseline,dflash,dflash-builtin \
+    bench main --drafter "$DRAFTER" --modes baseline,dflash,dflash-splitkv,dflash-builtin \
       --concurrency "$CONCURRENCY" --num-prompts "$NUM_PROMPTS" --rounds "$ROUNDS" || rc=$?
-    bench random-drafter --drafter random --modes baseline,dflash \
-      --concurrency 1 --num-prompts 8 --rounds 4 --no-rescore || { [ "$rc" != 0 ] || rc=$?; }
+    ;;
+  short-random)
+    # The random drafter (tau 1: the per-step overhead) at concurrency 1, the call after `short`.
+    prepare
+    bench random-drafter --drafter random --modes baseline,dflash,dflash-splitkv \
+      --concurrency 1 --num-prompts 8 --rounds 4 --no-rescore || rc=$?
     ;;
   *)
-    echo "gpu_session.sh: stage is '$stage'; expected one of accept, bench, overhead, short" >&2
+    echo "gpu_session.sh: stage is '$stage'; expected one of accept, bench, overhead, short, short-random" >&2
     exit 2
     ;;
 esac

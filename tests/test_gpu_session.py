@@ -66,16 +66,18 @@ def test_the_overhead_stage_measures_a_random_drafter_and_a_sampled_row(monkeypa
     assert {random_drafter.out, sampled.out} == {"/gpu-out/random-drafter", "/gpu-out/temperature-0.7"}
 
 
-def test_the_short_stage_fits_a_15_minute_budget_with_the_goals_measurements(monkeypatch):
-    """One call after the kit's installs (the 2026-11-26 H100 session: 491 s): trained drafter in
-    three modes at 1, 16 and 64, re-scored, then the random drafter at concurrency 1."""
-    main, random_drafter = bench_configs("short", monkeypatch)
-    assert main.modes == ["baseline", "dflash", "dflash-builtin"] and main.rescore
+def test_the_short_stages_fit_a_15_minute_budget_with_the_goals_measurements(monkeypatch):
+    """Two calls after the kit's installs (the 2026-11-26 H100 session: 491 s for three modes and the
+    random drafter): trained drafter in four modes at 1, 16 and 64, re-scored; then the random drafter."""
+    (main,) = bench_configs("short", monkeypatch)
+    assert main.modes == ["baseline", "dflash", "dflash-splitkv", "dflash-builtin"] and main.rescore
     assert (main.concurrency, main.rounds, main.timeout_s) == ([1, 16, 64], 4, 200)
     assert all(prompts_per_level(main, c) >= c for c in main.concurrency)
-    assert random_drafter.drafter == "random" and random_drafter.modes == ["baseline", "dflash"]
+    (random_drafter,) = bench_configs("short-random", monkeypatch)
+    assert random_drafter.drafter == "random" and random_drafter.timeout_s == 200
+    assert random_drafter.modes == ["baseline", "dflash", "dflash-splitkv"]
     assert random_drafter.concurrency == [1] and not random_drafter.rescore
-    (narrow,) = bench_configs("short", monkeypatch, CONCURRENCY="1")[:1]
+    (narrow,) = bench_configs("short", monkeypatch, CONCURRENCY="1")
     assert narrow.concurrency == [1]
 
 
@@ -92,4 +94,4 @@ def test_the_accept_stage_runs_the_gpu_tests_and_a_bad_stage_is_refused():
     assert shlex.split(split.stdout)[-2:] == ["-k", "lossless"]
     bad = dry_run("benchmark")
     assert bad.returncode == 2
-    assert "stage is 'benchmark'; expected one of accept, bench, overhead, short" in bad.stderr
+    assert "stage is 'benchmark'; expected one of accept, bench, overhead, short, short-random" in bad.stderr

@@ -86,6 +86,7 @@ def host(qwen3_pair, tmp_path_factory) -> dict:
         "workers": ("speculative_workers", {"target": target, "draft": drafter}),
         "requests": ("request_verdicts", {}),
         "few-row linears": ("few_row_linears", {}),
+        "split-KV verify hook": ("splitkv_verify_hook", {}),
     }
     for architecture in ("Qwen2ForCausalLM", "LlamaForCausalLM"):
         target_config = qwen2_config(root, architecture)
@@ -98,7 +99,10 @@ def host(qwen3_pair, tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def cpu_engine_host() -> dict:
     """The host's linears with SGLang's CPU engine selected, as the CPU servers of the tests run it."""
-    return scenarios.plugin_host({"few-row linears": ("few_row_linears", {})}, env=cpu_environment())
+    return scenarios.plugin_host(
+        {"few-row linears": ("few_row_linears", {}), "split-KV verify hook": ("splitkv_verify_hook", {})},
+        env=cpu_environment(),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +150,54 @@ def test_cpu_engine_linears_of_2_to_16_rows_take_the_few_row_product_in_a_decode
 
 def test_gpu_processes_keep_the_hosts_linears_unhooked(host):
     assert host["few-row linears"] == {"linear": [], "lm_head": []}
+
+
+def test_the_split_kv_verify_switch_is_hooked_on_gpus_only(host, cpu_engine_host):
+    assert host["split-KV verify hook"] is True
+    assert cpu_engine_host["split-KV verify hook"] is False
+
+
+@pytest.mark.parametrize(
+    "env, dflash, draft_worker, expected",
+    [
+        ("1", True, False, True),  # our target's verify
+        ("1", True, True, False),  # the drafter's bidirectional pass is not a causal chain
+        ("1", False, False, False),  # other algorithms keep the host's choice
+        ("0", True, False, False),
+        (None, True, False, False),  # off by default
+    ],
+)
+def test_the_split_kv_verify_switch_turns_on_the_hosts_kernel_for_our_target_only(
+    monkeypatch, env, dflash, draft_worker, expected
+):
+    from types import SimpleNamespace
+
+    from sglang_dflash.serving import plugin
+
+    if env is None:
+        monkeypatch.delenv(plugin.SPLITKV_VERIFY_ENV, raising=False)
+    else:
+        monkeypatch.setenv(plugin.SPLITKV_VERIFY_ENV, env)
+    runner = SimpleNamespace(
+        spec_algorithm=SimpleNamespace(is_dflash=lambda: dflash), is_draft_worker=draft_worker
+    )
+    backend = SimpleNamespace()
+
+    def host_init(self, model_runner, skip_prefill=False):
+        self.use_verify_splitkv, self.skip_prefill = False, skip_prefill  # gfx95 only, as the host has it
+
+    plugin._triton_backend_init(host_init, backend, runner, skip_prefill=True)
+    assert backend.use_verify_splitkv is expected and backend.skip_prefill is True
+
+
+def test_a_bad_split_kv_verify_value_is_refused(monkeypatch):
+    from sglang_dflash.serving import plugin
+
+    monkeypatch.setenv(plugin.SPLITKV_VERIFY_ENV, "yes")
+    with pytest.raises(
+        ValueError, match="SGLANG_DFLASH_SPLITKV_VERIFY is 'yes'; expected '0' \\(default\\) or '1'"
+    ):
+        plugin.splitkv_verify_setting()
 
 
 def test_environment_switch_selects_the_builtin(builtin_host):

@@ -4,8 +4,10 @@
         --num-prompts 64 --max-new-tokens 256 --concurrency 1,4,16 --out bench/results/run
 
 Modes: ``baseline`` (no speculation), ``dflash`` (ours), ``dflash-adaptive`` (ours with
-``--speculative-adaptive``: per-step verify width, CPU only for now), ``dflash-builtin`` (SGLang's built-in
-DFLASH, selected through ``SGLANG_DFLASH_IMPL=builtin``), ``ngram`` (SGLang's NGRAM, no drafter).
+``--speculative-adaptive``: per-step verify width, CPU only for now), ``dflash-splitkv`` (ours with
+``SGLANG_DFLASH_SPLITKV_VERIFY=1``: split-KV verify attention, GPU only), ``dflash-builtin``
+(SGLang's built-in DFLASH, selected through ``SGLANG_DFLASH_IMPL=builtin``), ``ngram`` (SGLang's
+NGRAM, no drafter).
 At temperature 0 every output is also re-scored teacher-forced by the float32 target
 (:mod:`sglang_dflash.evaluation`), for every mode, baseline included.
 
@@ -31,8 +33,9 @@ from tqdm import tqdm
 from .datasets import dataset_name, load_dataset, read_jsonl_prompts
 from .report import write_report
 
-MODES = ("baseline", "dflash", "dflash-adaptive", "dflash-builtin", "ngram")
-DRAFTER_MODES = ("dflash", "dflash-adaptive", "dflash-builtin")
+MODES = ("baseline", "dflash", "dflash-adaptive", "dflash-splitkv", "dflash-builtin", "ngram")
+DRAFTER_MODES = ("dflash", "dflash-adaptive", "dflash-splitkv", "dflash-builtin")
+OUR_MODES = ("dflash", "dflash-adaptive", "dflash-splitkv")  # our worker, profiled
 DEVICES = ("cuda", "cpu")
 # On SGLang's CPU backend only plain decoding and our DFLASH run: the built-in DFLASH refuses a
 # non-CUDA device and NGRAM needs CUDA kernels.
@@ -105,7 +108,7 @@ class BenchConfig:
         if self.device == "cpu" and any(m not in CPU_MODES for m in self.modes):
             raise ValueError(
                 f"bench: --modes is {self.modes} with --device cpu; expected some of "
-                f"{list(CPU_MODES)} (SGLang's built-in DFLASH and NGRAM need CUDA)"
+                f"{list(CPU_MODES)} (SGLang's built-in DFLASH, NGRAM and the split-KV verify need CUDA)"
             )
         drafter_modes = [m for m in self.modes if m in DRAFTER_MODES]
         if drafter_modes and not self.drafter:
@@ -187,8 +190,9 @@ def mode_env(mode: str, profile_path: str, device: str = "cuda") -> dict:
     env["SGLANG_DFLASH_IMPL"] = "builtin" if mode == "dflash-builtin" else "sglang-dflash"
     if device == "cpu":
         env["SGLANG_USE_CPU_ENGINE"] = "1"  # SGLang's own switch for its CPU engine
-    if mode in ("dflash", "dflash-adaptive"):
+    if mode in OUR_MODES:
         env["SGLANG_DFLASH_PROFILE"] = profile_path
+    env["SGLANG_DFLASH_SPLITKV_VERIFY"] = "1" if mode == "dflash-splitkv" else "0"
     return env
 
 

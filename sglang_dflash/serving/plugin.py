@@ -20,6 +20,8 @@ decode KV reservation through ``spec_info.prepare_for_decode``).  The hooks:
   (:mod:`.cpu_backend`);
 - ``UnquantizedLinearMethod.apply`` and ``LogitsProcessor._compute_lm_head`` (AROUND, only in
   CPU-engine processes): few-row linears inside a DFLASH decode step (:mod:`.cpu_backend`);
+- ``TritonAttnBackend.__init__`` (AROUND, only on GPUs): with ``SGLANG_DFLASH_SPLITKV_VERIFY=1``
+  the target's verify attention runs SGLang's split-KV verify kernel (:func:`splitkv_verify_setting`);
 - ``Scheduler.is_disable_overlap_for_batch`` (AROUND): a decode batch with penalties waits for
   the previous step's result, so the penalties count every committed token;
 - the model registry entry for ``DFlashDraftModel`` -> :class:`~.model.DFlashDrafterForSGLang`.
@@ -59,6 +61,8 @@ XGRAMMAR_APPLY = "sglang.srt.constrained.xgrammar_backend.XGrammarGrammar.apply_
 OVERLAP_FOR_BATCH = "sglang.srt.managers.scheduler.Scheduler.is_disable_overlap_for_batch"
 UNQUANTIZED_LINEAR = "sglang.srt.layers.quantization.unquant.UnquantizedLinearMethod.apply"
 COMPUTE_LM_HEAD = "sglang.srt.layers.logits_processor.LogitsProcessor._compute_lm_head"
+TRITON_BACKEND_INIT = "sglang.srt.layers.attention.triton_backend.TritonAttnBackend.__init__"
+SPLITKV_VERIFY_ENV = "SGLANG_DFLASH_SPLITKV_VERIFY"
 
 
 class DFlashPluginError(BaseException):
@@ -248,6 +252,39 @@ def cpu_engine_hooks() -> list[tuple[str, object, str]]:
     ]
 
 
+def splitkv_verify_setting() -> bool:
+    """``SGLANG_DFLASH_SPLITKV_VERIFY``: off unless "1".
+
+    SGLang's Triton backend runs a verify's attention with its prefill kernel, which walks each
+    request's whole cached prefix in one program per head: a 16-token verify of a short-context
+    batch leaves most of a GPU idle (the H100 run: a verify 2.4 ms against a 1.2 ms decode step).
+    SGLang 0.5.16 ships a split-KV verify kernel (``sglang.kernels.ops.attention.verify_splitkv``:
+    the prefix split across programs, then a causal block) for exactly this causal chain, but
+    turns it on for AMD's gfx95 only.  This switch turns it on for our target verify on NVIDIA
+    too; off by default until a GPU run has measured it.
+    """
+    from .worker import env_switch
+
+    return env_switch(SPLITKV_VERIFY_ENV, default=False)
+
+
+def _triton_backend_init(original, self, model_runner, *args, **kwargs):
+    original(self, model_runner, *args, **kwargs)
+    # The target's verify only: a causal chain of constant width, the case the kernel serves (it
+    # checks the rest itself and falls back); the drafter's bidirectional pass is not causal.
+    if (
+        model_runner.spec_algorithm.is_dflash()
+        and not model_runner.is_draft_worker
+        and splitkv_verify_setting()
+    ):
+        self.use_verify_splitkv = True
+
+
+def gpu_engine_hooks() -> list[tuple[str, object, str]]:
+    """The hooks installed only where SGLang runs on GPUs."""
+    return [(TRITON_BACKEND_INIT, _triton_backend_init, "AROUND")]
+
+
 def register_model() -> None:
     """Point SGLang's model registry's ``DFlashDraftModel`` and ``DFlash2DraftModel`` at our classes."""
     from sglang.srt.models.registry import ModelRegistry
@@ -286,8 +323,7 @@ def register() -> None:
         hooks = [(CREATE_WORKER, _create_worker, "AROUND")]
         if impl == OURS:
             hooks += list(OUR_HOOKS)
-            if is_cpu():
-                hooks += cpu_engine_hooks()
+            hooks += cpu_engine_hooks() if is_cpu() else gpu_engine_hooks()
             register_model()
         for target, hook, kind in hooks:
             HookRegistry.register(target, hook, HookType[kind])
