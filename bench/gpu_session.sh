@@ -6,7 +6,7 @@
 #   bash bench/gpu_session.sh bench       # trained drafter: baseline, ours, built-in, NGRAM at c = 1, 4, 16, 64
 #   bash bench/gpu_session.sh overhead    # random drafter (tau ~1), c = 1 and 16; then the temperature-0.7 rows
 #   bash bench/gpu_session.sh short       # a 15-minute device budget: trained drafter (baseline, ours, ours
-#                                         # with split-KV verify, built-in at c = 1, 16, 64, re-scored)
+#                                         # with split-KV attention, built-in at c = 1, 16, 64, re-scored)
 #   bash bench/gpu_session.sh short-random  # then: random drafter at c = 1 (baseline, ours, split-KV)
 #
 # Every stage installs this checkout into the kit's site (offline, seconds), writes what it measured

@@ -152,15 +152,15 @@ def test_engine_arguments_and_environment_per_mode():
 
 
 def test_the_split_kv_mode_is_ours_with_the_split_kv_verify_and_the_others_are_without(monkeypatch):
-    monkeypatch.setenv("SGLANG_DFLASH_SPLITKV_VERIFY", "1")  # a caller's setting does not leak in
+    monkeypatch.setenv("SGLANG_DFLASH_SPLITKV", "1")  # a caller's setting does not leak in
     cfg = BenchConfig(model="m", drafter="d", datasets=[], out="o", modes=["dflash", "dflash-splitkv"])
     assert engine_args(cfg, "dflash-splitkv") == engine_args(cfg, "dflash")
     split = mode_env("dflash-splitkv", "p")
-    assert (split["SGLANG_DFLASH_SPLITKV_VERIFY"], split["SGLANG_DFLASH_IMPL"]) == ("1", "sglang-dflash")
+    assert (split["SGLANG_DFLASH_SPLITKV"], split["SGLANG_DFLASH_IMPL"]) == ("1", "sglang-dflash")
     assert split["SGLANG_DFLASH_PROFILE"] == "p"
     for mode in ("baseline", "dflash", "dflash-builtin"):
-        assert mode_env(mode, "p")["SGLANG_DFLASH_SPLITKV_VERIFY"] == "0"
-    with pytest.raises(ValueError, match="split-KV verify need CUDA"):
+        assert mode_env(mode, "p")["SGLANG_DFLASH_SPLITKV"] == "0"
+    with pytest.raises(ValueError, match="split-KV attention need CUDA"):
         BenchConfig(model="m", drafter="d", datasets=[], out="o", device="cpu", modes=["dflash-splitkv"])
 
 

@@ -86,7 +86,7 @@ def host(qwen3_pair, tmp_path_factory) -> dict:
         "workers": ("speculative_workers", {"target": target, "draft": drafter}),
         "requests": ("request_verdicts", {}),
         "few-row linears": ("few_row_linears", {}),
-        "split-KV verify hook": ("splitkv_verify_hook", {}),
+        "split-KV hook": ("splitkv_hook", {}),
     }
     for architecture in ("Qwen2ForCausalLM", "LlamaForCausalLM"):
         target_config = qwen2_config(root, architecture)
@@ -100,7 +100,7 @@ def host(qwen3_pair, tmp_path_factory) -> dict:
 def cpu_engine_host() -> dict:
     """The host's linears with SGLang's CPU engine selected, as the CPU servers of the tests run it."""
     return scenarios.plugin_host(
-        {"few-row linears": ("few_row_linears", {}), "split-KV verify hook": ("splitkv_verify_hook", {})},
+        {"few-row linears": ("few_row_linears", {}), "split-KV hook": ("splitkv_hook", {})},
         env=cpu_environment(),
     )
 
@@ -152,52 +152,59 @@ def test_gpu_processes_keep_the_hosts_linears_unhooked(host):
     assert host["few-row linears"] == {"linear": [], "lm_head": []}
 
 
-def test_the_split_kv_verify_switch_is_hooked_on_gpus_only(host, cpu_engine_host):
-    assert host["split-KV verify hook"] is True
-    assert cpu_engine_host["split-KV verify hook"] is False
+def test_the_split_kv_switch_is_hooked_on_gpus_only(host, cpu_engine_host):
+    assert host["split-KV hook"] is True
+    assert cpu_engine_host["split-KV hook"] is False
 
 
 @pytest.mark.parametrize(
     "env, dflash, draft_worker, expected",
     [
         ("1", True, False, True),  # our target's verify
-        ("1", True, True, False),  # the drafter's bidirectional pass is not a causal chain
-        ("1", False, False, False),  # other algorithms keep the host's choice
+        ("1", True, True, True),  # our drafter's bidirectional pass
+        ("1", False, False, False),  # other algorithms keep the host's kernels
         ("0", True, False, False),
         (None, True, False, False),  # off by default
     ],
 )
-def test_the_split_kv_verify_switch_turns_on_the_hosts_kernel_for_our_target_only(
+def test_the_split_kv_switch_puts_our_block_attention_in_the_backends_verify_path(
     monkeypatch, env, dflash, draft_worker, expected
 ):
     from types import SimpleNamespace
 
+    from sglang_dflash.kernels.block_attention import block_attention_splitkv
     from sglang_dflash.serving import plugin
 
     if env is None:
-        monkeypatch.delenv(plugin.SPLITKV_VERIFY_ENV, raising=False)
+        monkeypatch.delenv(plugin.SPLITKV_ENV, raising=False)
     else:
-        monkeypatch.setenv(plugin.SPLITKV_VERIFY_ENV, env)
+        monkeypatch.setenv(plugin.SPLITKV_ENV, env)
     runner = SimpleNamespace(
         spec_algorithm=SimpleNamespace(is_dflash=lambda: dflash), is_draft_worker=draft_worker
     )
     backend = SimpleNamespace()
+    hosts_kernel = object()
 
     def host_init(self, model_runner, skip_prefill=False):
-        self.use_verify_splitkv, self.skip_prefill = False, skip_prefill  # gfx95 only, as the host has it
+        # as the host has it: SGLang's causal split-KV verify kernel, enabled on AMD gfx95 only
+        self.use_verify_splitkv, self.verify_splitkv_fwd = False, hosts_kernel
+        self.skip_prefill = skip_prefill
 
     plugin._triton_backend_init(host_init, backend, runner, skip_prefill=True)
     assert backend.use_verify_splitkv is expected and backend.skip_prefill is True
+    if expected:  # wrapped by torch.compiler.disable, as the host wraps its own
+        assert getattr(backend.verify_splitkv_fwd, "__wrapped__", None) is block_attention_splitkv
+    else:
+        assert backend.verify_splitkv_fwd is hosts_kernel
 
 
-def test_a_bad_split_kv_verify_value_is_refused(monkeypatch):
+def test_a_bad_split_kv_value_is_refused(monkeypatch):
     from sglang_dflash.serving import plugin
 
-    monkeypatch.setenv(plugin.SPLITKV_VERIFY_ENV, "yes")
-    with pytest.raises(
-        ValueError, match="SGLANG_DFLASH_SPLITKV_VERIFY is 'yes'; expected '0' \\(default\\) or '1'"
-    ):
-        plugin.splitkv_verify_setting()
+    monkeypatch.setenv(plugin.SPLITKV_ENV, "yes")
+    expected = "SGLANG_DFLASH_SPLITKV is 'yes'; expected '0' \\(default\\) or '1'"
+    with pytest.raises(ValueError, match=expected):
+        plugin.splitkv_setting()
 
 
 def test_environment_switch_selects_the_builtin(builtin_host):

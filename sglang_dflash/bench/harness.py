@@ -5,7 +5,7 @@
 
 Modes: ``baseline`` (no speculation), ``dflash`` (ours), ``dflash-adaptive`` (ours with
 ``--speculative-adaptive``: per-step verify width, CPU only for now), ``dflash-splitkv`` (ours with
-``SGLANG_DFLASH_SPLITKV_VERIFY=1``: split-KV verify attention, GPU only), ``dflash-builtin``
+``SGLANG_DFLASH_SPLITKV=1``: split-KV block attention, GPU only), ``dflash-builtin``
 (SGLang's built-in DFLASH, selected through ``SGLANG_DFLASH_IMPL=builtin``), ``ngram`` (SGLang's
 NGRAM, no drafter).
 At temperature 0 every output is also re-scored teacher-forced by the float32 target
@@ -108,7 +108,7 @@ class BenchConfig:
         if self.device == "cpu" and any(m not in CPU_MODES for m in self.modes):
             raise ValueError(
                 f"bench: --modes is {self.modes} with --device cpu; expected some of "
-                f"{list(CPU_MODES)} (SGLang's built-in DFLASH, NGRAM and the split-KV verify need CUDA)"
+                f"{list(CPU_MODES)} (SGLang's built-in DFLASH, NGRAM and the split-KV attention need CUDA)"
             )
         drafter_modes = [m for m in self.modes if m in DRAFTER_MODES]
         if drafter_modes and not self.drafter:
@@ -192,7 +192,7 @@ def mode_env(mode: str, profile_path: str, device: str = "cuda") -> dict:
         env["SGLANG_USE_CPU_ENGINE"] = "1"  # SGLang's own switch for its CPU engine
     if mode in OUR_MODES:
         env["SGLANG_DFLASH_PROFILE"] = profile_path
-    env["SGLANG_DFLASH_SPLITKV_VERIFY"] = "1" if mode == "dflash-splitkv" else "0"
+    env["SGLANG_DFLASH_SPLITKV"] = "1" if mode == "dflash-splitkv" else "0"
     return env
 
 

@@ -20,8 +20,8 @@ decode KV reservation through ``spec_info.prepare_for_decode``).  The hooks:
   (:mod:`.cpu_backend`);
 - ``UnquantizedLinearMethod.apply`` and ``LogitsProcessor._compute_lm_head`` (AROUND, only in
   CPU-engine processes): few-row linears inside a DFLASH decode step (:mod:`.cpu_backend`);
-- ``TritonAttnBackend.__init__`` (AROUND, only on GPUs): with ``SGLANG_DFLASH_SPLITKV_VERIFY=1``
-  the target's verify attention runs SGLang's split-KV verify kernel (:func:`splitkv_verify_setting`);
+- ``TritonAttnBackend.__init__`` (AROUND, only on GPUs): with ``SGLANG_DFLASH_SPLITKV=1`` the
+  attention of our verify and draft passes runs split over the cached prefix (:func:`splitkv_setting`);
 - ``Scheduler.is_disable_overlap_for_batch`` (AROUND): a decode batch with penalties waits for
   the previous step's result, so the penalties count every committed token;
 - the model registry entry for ``DFlashDraftModel`` -> :class:`~.model.DFlashDrafterForSGLang`.
@@ -62,7 +62,7 @@ OVERLAP_FOR_BATCH = "sglang.srt.managers.scheduler.Scheduler.is_disable_overlap_
 UNQUANTIZED_LINEAR = "sglang.srt.layers.quantization.unquant.UnquantizedLinearMethod.apply"
 COMPUTE_LM_HEAD = "sglang.srt.layers.logits_processor.LogitsProcessor._compute_lm_head"
 TRITON_BACKEND_INIT = "sglang.srt.layers.attention.triton_backend.TritonAttnBackend.__init__"
-SPLITKV_VERIFY_ENV = "SGLANG_DFLASH_SPLITKV_VERIFY"
+SPLITKV_ENV = "SGLANG_DFLASH_SPLITKV"
 
 
 class DFlashPluginError(BaseException):
@@ -252,32 +252,34 @@ def cpu_engine_hooks() -> list[tuple[str, object, str]]:
     ]
 
 
-def splitkv_verify_setting() -> bool:
-    """``SGLANG_DFLASH_SPLITKV_VERIFY``: off unless "1".
+def splitkv_setting() -> bool:
+    """``SGLANG_DFLASH_SPLITKV``: off unless "1".
 
-    SGLang's Triton backend runs a verify's attention with its prefill kernel, which walks each
-    request's whole cached prefix in one program per head: a 16-token verify of a short-context
-    batch leaves most of a GPU idle (the H100 run: a verify 2.4 ms against a 1.2 ms decode step).
-    SGLang 0.5.16 ships a split-KV verify kernel (``sglang.kernels.ops.attention.verify_splitkv``:
-    the prefix split across programs, then a causal block) for exactly this causal chain, but
-    turns it on for AMD's gfx95 only.  This switch turns it on for our target verify on NVIDIA
-    too; off by default until a GPU run has measured it.
+    SGLang's Triton backend runs the attention of our two block passes (the target's verify, the
+    drafter's bidirectional pass) with its prefill kernel, one program per request and head that
+    walks the whole cached prefix: a 16-token block over a short batch leaves most of a GPU idle
+    (the first H100 run: a verify 2.4 ms against a 1.2 ms decode step).  On, both passes run
+    :func:`~sglang_dflash.kernels.block_attention.block_attention_splitkv` in its place (the
+    prefix split across programs; the backend's own switch for SGLang's causal-only split-KV
+    verify kernel, which it enables on AMD's gfx95 alone, carries it).  Off by default until a
+    GPU run has measured it.
     """
     from .worker import env_switch
 
-    return env_switch(SPLITKV_VERIFY_ENV, default=False)
+    return env_switch(SPLITKV_ENV, default=False)
 
 
 def _triton_backend_init(original, self, model_runner, *args, **kwargs):
     original(self, model_runner, *args, **kwargs)
-    # The target's verify only: a causal chain of constant width, the case the kernel serves (it
-    # checks the rest itself and falls back); the drafter's bidirectional pass is not causal.
-    if (
-        model_runner.spec_algorithm.is_dflash()
-        and not model_runner.is_draft_worker
-        and splitkv_verify_setting()
-    ):
+    if model_runner.spec_algorithm.is_dflash() and splitkv_setting():
+        import torch
+
+        from ..kernels.block_attention import block_attention_splitkv
+
+        # The backend calls it for TARGET_VERIFY passes only, in its prefill kernel's place, and
+        # runs that kernel when it declines (a mask, a window, scaled K/V: it checks).
         self.use_verify_splitkv = True
+        self.verify_splitkv_fwd = torch.compiler.disable(block_attention_splitkv)
 
 
 def gpu_engine_hooks() -> list[tuple[str, object, str]]:

@@ -196,8 +196,8 @@ def few_row_linears() -> dict[str, list[int]]:
     return result
 
 
-def splitkv_verify_hook() -> bool:
-    """Whether the Triton backend's constructor passes through our split-KV verify switch."""
+def splitkv_hook() -> bool:
+    """Whether the Triton backend's constructor passes through our split-KV attention switch."""
     from sglang_dflash.serving import plugin
 
     return plugin._hook_installed(plugin.TRITON_BACKEND_INIT, plugin._triton_backend_init)
@@ -215,7 +215,7 @@ CHECKS: dict[str, Callable[..., Any]] = {
         drafter_dtype_host_auto,
         drafter_dtype_in_worker,
         few_row_linears,
-        splitkv_verify_hook,
+        splitkv_hook,
     )
 }
 

@@ -1,0 +1,117 @@
+"""The split-KV block attention (``kernels.block_attention``) that ``SGLANG_DFLASH_SPLITKV=1`` puts
+in place of SGLang's prefill kernel for our verify and draft passes, run on CPU through Triton's
+interpreter (``conftest``): causal and bidirectional blocks over prefixes of 0-300 cached tokens,
+SmolLM2's and a Qwen3's heads, against the PyTorch definition, SGLang's prefill kernel (what the
+backend runs otherwise) and SGLang's own split-KV verify kernel (causal only)."""
+
+import pytest
+import torch
+
+from sglang_dflash.kernels.block_attention import block_attention_splitkv, block_attention_torch, num_splits
+
+extend_attention = pytest.importorskip(
+    "sglang.kernels.ops.attention.extend_attention", reason="needs the sglang extra installed"
+)
+verify_splitkv = pytest.importorskip("sglang.kernels.ops.attention.verify_splitkv")
+
+SMOLLM2, QWEN3 = ((9, 3), 64), ((8, 2), 128)
+TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3}
+
+
+def problem(heads, d, width, prefix_lens, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    (hq, hkv), bs = heads, len(prefix_lens)
+    pool = sum(prefix_lens) + 64
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=g).to(dtype)
+
+    return dict(
+        q=rand(bs * width, hq, d),
+        k=rand(bs * width, hkv, d),
+        v=rand(bs * width, hkv, d),
+        k_buffer=rand(pool, hkv, d),
+        v_buffer=rand(pool, hkv, d),
+        kv_indices=torch.randperm(pool, generator=g)[: sum(prefix_lens)].to(torch.int64),
+        kv_indptr=torch.tensor([0, *torch.tensor(prefix_lens).cumsum(0).tolist()], dtype=torch.int32),
+        qo_indptr=torch.arange(0, (bs + 1) * width, width, dtype=torch.int32),
+        width=width,
+        prefix_lens=prefix_lens,
+    )
+
+
+def host_arguments(p, causal, out):
+    """SGLang's extend_attention_fwd argument list, as the Triton backend passes it."""
+    return (
+        p["q"], p["k"], p["v"], out, p["k_buffer"], p["v_buffer"], p["qo_indptr"], p["kv_indptr"],
+        p["kv_indices"], None, causal, None, p["width"], 1.0, 1.0, p["q"].shape[2] ** -0.5,
+    )  # fmt: skip
+
+
+def expected(p, causal):
+    return block_attention_torch(
+        p["q"], p["k"], p["v"], p["k_buffer"], p["v_buffer"], p["kv_indices"], p["prefix_lens"], causal,
+        p["q"].shape[2] ** -0.5,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["verify", "draft"])
+@pytest.mark.parametrize(
+    "heads, d, width, prefix_lens, dtype",
+    [
+        (*SMOLLM2, 16, [1, 37, 300], torch.float32),
+        (*SMOLLM2, 16, [5, 129], torch.float16),
+        (*QWEN3, 16, [64, 17], torch.float32),
+        (*SMOLLM2, 5, [0, 33, 70], torch.float32),  # a width below 16 rows; a request with no prefix
+    ],
+    ids=["smollm2", "smollm2-fp16", "qwen3", "width-5"],
+)
+def test_split_kv_block_attention_equals_the_definition_and_the_hosts_kernel(
+    heads, d, width, prefix_lens, dtype, causal
+):
+    p = problem(heads, d, width, prefix_lens, dtype)
+    ours, host = torch.zeros_like(p["q"]), torch.zeros_like(p["q"])
+    assert block_attention_splitkv(*host_arguments(p, causal, ours)) is True
+    want = expected(p, causal)
+    assert (ours.float() - want.float()).abs().max().item() < TOLERANCE[dtype]
+    if all(prefix_lens):  # the host's prefill kernel needs a prefix
+        extend_attention.extend_attention_fwd(*host_arguments(p, causal, host))
+        assert (host.float() - want.float()).abs().max().item() < TOLERANCE[dtype]
+
+
+def test_sglangs_split_kv_verify_kernel_agrees_on_the_causal_verify_and_declines_the_draft():
+    p = problem(*SMOLLM2, 16, [1, 37, 300], torch.float32)
+    host = torch.zeros_like(p["q"])
+    assert verify_splitkv.verify_splitkv_fwd(*host_arguments(p, True, host)) is True
+    assert (host - expected(p, True)).abs().max().item() < 1e-5
+    assert verify_splitkv.verify_splitkv_fwd(*host_arguments(p, False, host)) is False
+
+
+@pytest.mark.parametrize(
+    "change, value",
+    [("custom_mask", torch.ones(4, dtype=torch.bool)), ("sinks", torch.zeros(9)), ("sliding_window_size", 64),
+     ("logit_cap", 30.0), ("k_scale", 0.5)],
+)  # fmt: skip
+def test_what_it_does_not_serve_is_left_to_the_hosts_kernel(change, value):
+    p = problem(*SMOLLM2, 16, [3, 20], torch.float32)
+    out = torch.zeros_like(p["q"])
+    args = list(host_arguments(p, True, out))
+    names = {"custom_mask": 9, "k_scale": 13}
+    kwargs = {}
+    if change in names:
+        args[names[change]] = value
+    else:
+        kwargs[change] = value
+    assert block_attention_splitkv(*args, **kwargs) is False
+    assert not out.any()  # untouched
+
+
+def test_a_ragged_batch_is_left_to_the_hosts_kernel():
+    p = problem(*SMOLLM2, 16, [3, 20], torch.float32)
+    args = list(host_arguments(p, True, torch.zeros_like(p["q"])))
+    args[12] = 8  # the backend's block width disagrees with the rows per request
+    assert block_attention_splitkv(*args) is False
+
+
+def test_split_count_follows_the_average_prefix_within_bounds():
+    assert [num_splits(keys, 2) for keys in (0, 600, 2 * 1100, 2 * 3000, 2 * 100_000)] == [4, 4, 8, 16, 16]
