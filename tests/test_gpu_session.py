@@ -44,9 +44,9 @@ def bench_configs(stage: str, monkeypatch, **env: str) -> list:
     return configs
 
 
-def test_the_bench_stage_runs_all_four_modes_on_both_sets_up_to_concurrency_64(monkeypatch):
+def test_the_bench_stage_runs_all_five_modes_on_both_sets_up_to_concurrency_64(monkeypatch):
     (cfg,) = bench_configs("bench", monkeypatch)
-    assert cfg.modes == ["baseline", "dflash", "dflash-builtin", "ngram"]
+    assert cfg.modes == ["baseline", "dflash", "dflash-splitkv", "dflash-builtin", "ngram"]
     assert cfg.drafter == "drafters/smollm2-135m-instruct" and os.path.exists(
         os.path.join(ROOT, cfg.drafter, "model.safetensors")
     )
@@ -77,6 +77,9 @@ def test_the_short_stages_fit_a_15_minute_budget_with_the_goals_measurements(mon
     assert random_drafter.drafter == "random" and random_drafter.timeout_s == 200
     assert random_drafter.modes == ["baseline", "dflash", "dflash-splitkv"]
     assert random_drafter.concurrency == [1] and not random_drafter.rescore
+    short = dry_run("short").stdout
+    assert "pytest -m gpu tests/gpu/test_gpu_block_attention.py" in short
+    assert short.index("test_gpu_block_attention") < short.index("sglang_dflash.cli bench")
     (narrow,) = bench_configs("short", monkeypatch, CONCURRENCY="1")
     assert narrow.concurrency == [1]
 
