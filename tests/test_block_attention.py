@@ -6,53 +6,16 @@ backend runs otherwise) and SGLang's own split-KV verify kernel (causal only).""
 
 import pytest
 import torch
+from block_attention_cases import QWEN3, SMOLLM2, expected, host_arguments, problem
 
-from sglang_dflash.kernels.block_attention import block_attention_splitkv, block_attention_torch, num_splits
+from sglang_dflash.kernels.block_attention import block_attention_splitkv, num_splits
 
 extend_attention = pytest.importorskip(
     "sglang.kernels.ops.attention.extend_attention", reason="needs the sglang extra installed"
 )
 verify_splitkv = pytest.importorskip("sglang.kernels.ops.attention.verify_splitkv")
 
-SMOLLM2, QWEN3 = ((9, 3), 64), ((8, 2), 128)
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3}
-
-
-def problem(heads, d, width, prefix_lens, dtype, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    (hq, hkv), bs = heads, len(prefix_lens)
-    pool = sum(prefix_lens) + 64
-
-    def rand(*shape):
-        return torch.randn(*shape, generator=g).to(dtype)
-
-    return dict(
-        q=rand(bs * width, hq, d),
-        k=rand(bs * width, hkv, d),
-        v=rand(bs * width, hkv, d),
-        k_buffer=rand(pool, hkv, d),
-        v_buffer=rand(pool, hkv, d),
-        kv_indices=torch.randperm(pool, generator=g)[: sum(prefix_lens)].to(torch.int64),
-        kv_indptr=torch.tensor([0, *torch.tensor(prefix_lens).cumsum(0).tolist()], dtype=torch.int32),
-        qo_indptr=torch.arange(0, (bs + 1) * width, width, dtype=torch.int32),
-        width=width,
-        prefix_lens=prefix_lens,
-    )
-
-
-def host_arguments(p, causal, out):
-    """SGLang's extend_attention_fwd argument list, as the Triton backend passes it."""
-    return (
-        p["q"], p["k"], p["v"], out, p["k_buffer"], p["v_buffer"], p["qo_indptr"], p["kv_indptr"],
-        p["kv_indices"], None, causal, None, p["width"], 1.0, 1.0, p["q"].shape[2] ** -0.5,
-    )  # fmt: skip
-
-
-def expected(p, causal):
-    return block_attention_torch(
-        p["q"], p["k"], p["v"], p["k_buffer"], p["v_buffer"], p["kv_indices"], p["prefix_lens"], causal,
-        p["q"].shape[2] ** -0.5,
-    )  # fmt: skip
 
 
 @pytest.mark.parametrize("causal", [True, False], ids=["verify", "draft"])
