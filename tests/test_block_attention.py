@@ -26,8 +26,9 @@ TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3}
         (*SMOLLM2, 16, [5, 129], torch.float16),
         (*QWEN3, 16, [64, 17], torch.float32),
         (*SMOLLM2, 5, [0, 33, 70], torch.float32),  # a width below 16 rows; a request with no prefix
+        ((4, 4), 80, 16, [90, 3], torch.float32),  # a head dim that is no power of two; no grouping
     ],
-    ids=["smollm2", "smollm2-fp16", "qwen3", "width-5"],
+    ids=["smollm2", "smollm2-fp16", "qwen3", "width-5", "head-dim-80"],
 )
 def test_split_kv_block_attention_equals_the_definition_and_the_hosts_kernel(
     heads, d, width, prefix_lens, dtype, causal

@@ -85,7 +85,7 @@ if triton is not None:
         qo_indptr,
         kv_indptr,
         kv_indices,
-        Part_Out,  # [bs, Hq, splits, BLOCK_Q, Dv] float32
+        Part_Out,  # [bs, Hq, splits, BLOCK_Q, BLOCK_DV] float32
         Part_Lse,  # [bs, Hq, splits, BLOCK_Q] float32
         stride_qt,
         stride_qh,
@@ -162,7 +162,7 @@ if triton is not None:
                 + offs_q[:, None] * stride_ol
                 + offs_dv[None, :]
             )
-            tl.store(out_at, acc / running_sum[:, None], mask=q_rows[:, None])
+            tl.store(out_at, acc / running_sum[:, None], mask=q_rows[:, None] & dv_valid[None, :])
             tl.store(lse_at, running_max + tl.log(running_sum), mask=q_rows)
         else:  # an empty slice: its weight in the merge is exp(-inf) = 0
             tl.store(lse_at, tl.zeros([BLOCK_Q], dtype=tl.float32) - float("inf"), mask=q_rows)
@@ -209,27 +209,27 @@ if triton is not None:
         q_rows = offs_q < tl.load(qo_indptr + request + 1) - q_start
         d_valid, dv_valid = offs_d < D, offs_dv < DV
 
-        # (a) the prefix slices, merged by log-sum-exp; no prefix at all weighs nothing
+        # (a) the prefix slices, merged by log-sum-exp one at a time (few registers); no prefix at
+        # all weighs nothing
+        lse_at = Part_Lse + request * stride_lb + head * stride_lh + offs_q
         lse = tl.load(
-            Part_Lse + request * stride_lb + head * stride_lh + offs_s[:, None] * stride_ls + offs_q[None, :],
-            mask=q_rows[None, :],
-            other=float("-inf"),
+            lse_at[None, :] + offs_s[:, None] * stride_ls, mask=q_rows[None, :], other=float("-inf")
         )
         prefix_max = tl.max(lse, 0)
         safe_max = tl.where(prefix_max == float("-inf"), 0.0, prefix_max)
-        weights = tl.exp(lse - safe_max[None, :])  # [SPLITS, BLOCK_Q]
-        prefix_sum = tl.sum(weights, 0)
-        parts = tl.load(
-            Part_Out
-            + request * stride_ob
-            + head * stride_oh
-            + offs_s[:, None, None] * stride_os
-            + offs_q[None, :, None] * stride_ol
-            + offs_dv[None, None, :],
-            mask=(weights > 0)[:, :, None],
-            other=0.0,
+        prefix_sum = tl.zeros([BLOCK_Q], dtype=tl.float32)
+        prefix_acc = tl.zeros([BLOCK_Q, BLOCK_DV], dtype=tl.float32)
+        out_at = (
+            Part_Out + request * stride_ob + head * stride_oh + offs_q[:, None] * stride_ol + offs_dv[None, :]
         )
-        prefix_out = tl.sum(parts * weights[:, :, None], 0) / tl.maximum(prefix_sum, 1e-30)[:, None]
+        for split in range(SPLITS):
+            weight = tl.exp(tl.load(lse_at + split * stride_ls, mask=q_rows, other=float("-inf")) - safe_max)
+            part = tl.load(
+                out_at + split * stride_os, mask=(weight > 0)[:, None] & dv_valid[None, :], other=0.0
+            )
+            prefix_acc += part * weight[:, None]
+            prefix_sum += weight
+        prefix_out = prefix_acc / tl.maximum(prefix_sum, 1e-30)[:, None]
         prefix_lse = safe_max + tl.log(prefix_sum)  # -inf without a prefix
 
         # (b) the block's own keys
@@ -282,14 +282,14 @@ class _Scratch:
     outgrown: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     @classmethod
-    def get(cls, bs: int, heads: int, splits: int, block_q: int, dv: int, device) -> tuple:
-        key = (heads, splits, block_q, dv, str(device))
+    def get(cls, bs: int, heads: int, splits: int, block_q: int, block_dv: int, device) -> tuple:
+        key = (heads, splits, block_q, block_dv, str(device))
         held = cls.buffers.get(key)
         if held is None or held[0].shape[0] < bs:
             if held is not None:
                 cls.outgrown.append(held)
             held = (
-                torch.empty(bs, heads, splits, block_q, dv, dtype=torch.float32, device=device),
+                torch.empty(bs, heads, splits, block_q, block_dv, dtype=torch.float32, device=device),
                 torch.empty(bs, heads, splits, block_q, dtype=torch.float32, device=device),
             )
             cls.buffers[key] = held
@@ -352,15 +352,16 @@ def block_attention_splitkv(
     dv = v_extend.shape[2]
     splits = num_splits(kv_indices.shape[0], bs)
     block_q = max(16, triton.next_power_of_2(width))  # tl.dot needs 16 rows at least
+    block_dv = max(16, triton.next_power_of_2(dv))
     # Sized by this call's batch, not the host's max_bs (its request pool: gigabytes at 16 splits).
-    part_out, part_lse = _Scratch.get(bs, heads, splits, block_q, dv, q_extend.device)
+    part_out, part_lse = _Scratch.get(bs, heads, splits, block_q, block_dv, q_extend.device)
     scale = d**-0.5 if sm_scale is None else sm_scale
     shapes = dict(
         GROUP=heads // kv_heads,
         SPLITS=splits,
         BLOCK_Q=block_q,
         BLOCK_D=max(16, triton.next_power_of_2(d)),
-        BLOCK_DV=max(16, triton.next_power_of_2(dv)),
+        BLOCK_DV=block_dv,
         D=d,
         DV=dv,
     )
