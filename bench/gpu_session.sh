@@ -11,7 +11,7 @@
 #
 # Every stage installs this checkout into the kit's site (offline, seconds), writes what it measured
 # under $OUT (at most 8 files, two folders deep: the device tool's limits) and prints a short table
-# last. Knobs (environment): NUM_PROMPTS, ROUNDS, CONCURRENCY, MAX_NEW_TOKENS, MODE_TIMEOUT_S,
+# last. Knobs (environment): NUM_PROMPTS, ROUNDS, CONCURRENCY, MAX_NEW_TOKENS, MODE_TIMEOUT_S, ATTENTION_BACKEND,
 # DATA (the prompt sets' folder, default .gpu-data), MODEL (default the kit's SmolLM2), PYTEST_ARGS
 # (accept: e.g. '-k "not deterministic"' to split the GPU tests over two calls).
 # DRY_RUN=1 prints the commands instead of running them (tests/test_gpu_session.py checks them on CPU).
@@ -25,6 +25,8 @@ MODEL="${MODEL:-/tmp/models/smollm2-135m-instruct}"
 DRAFTER="drafters/smollm2-135m-instruct"
 NUM_PROMPTS="${NUM_PROMPTS:-64}"
 MAX_NEW_TOKENS="${MAX_NEW_TOKENS:-256}"
+# The target's attention backend: triton by default; fa3 is what SGLang picks on an H100 unasked.
+ATTENTION_BACKEND="${ATTENTION_BACKEND:-triton}"
 if [ "$stage" = short ] || [ "$stage" = short-random ]; then  # each fits one call of about 7 minutes
   ROUNDS="${ROUNDS:-4}"
   CONCURRENCY="${CONCURRENCY:-1,16,64}"
@@ -60,7 +62,8 @@ bench() {  # bench OUT_SUBDIR [bench flags...]
   shift
   # python3 -m, not the console script: the host's bin folder need not be on PATH.
   run python3 -m sglang_dflash.cli bench --model "$MODEL" --datasets "$DATA/humaneval.jsonl" "$DATA/gsm8k.jsonl" \
-    --max-new-tokens "$MAX_NEW_TOKENS" --timeout-s "$MODE_TIMEOUT_S" --out "$OUT/$sub" "$@"
+    --max-new-tokens "$MAX_NEW_TOKENS" --timeout-s "$MODE_TIMEOUT_S" --attention-backend "$ATTENTION_BACKEND" \
+    --out "$OUT/$sub" "$@"
 }
 
 table() {  # the markdown tables written so far, last in the output

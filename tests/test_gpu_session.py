@@ -86,7 +86,9 @@ def test_the_short_stages_fit_a_15_minute_budget_with_the_goals_measurements(mon
 
 def test_knobs_reach_the_commands(monkeypatch):
     (cfg,) = bench_configs("bench", monkeypatch, CONCURRENCY="1,8", NUM_PROMPTS="16", ROUNDS="2")
-    assert (cfg.concurrency, cfg.num_prompts, cfg.rounds) == ([1, 8], 16, 2)
+    assert (cfg.concurrency, cfg.num_prompts, cfg.rounds, cfg.attention_backend) == ([1, 8], 16, 2, "triton")
+    (fa3,) = bench_configs("short", monkeypatch, ATTENTION_BACKEND="fa3")
+    assert fa3.attention_backend == "fa3"
 
 
 def test_the_accept_stage_runs_the_gpu_tests_and_a_bad_stage_is_refused():
