@@ -428,7 +428,7 @@ class StepProfiler(_NoProfiler):
         self.host_ms = 0.0
         self.last_forward_end: float | None = None
         self.last_event: torch.cuda.Event | None = None  # the previous decode step's last event
-        # Steps whose events may not be done: (previous step's last event, marks, host ms, width).
+        # Steps whose events may not be done: (previous step's last event, marks, host ms, width, graphs).
         self.in_flight: list[tuple] = []
         self.width_steps: dict[int, list[float]] = {}  # verify width -> [steps, total device ms]
 
