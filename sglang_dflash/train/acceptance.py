@@ -54,6 +54,15 @@ def _read_partial(path: str | None) -> list[dict]:
     return entries
 
 
+def _resume(path: str | None, settings: dict | None, remedy: str) -> list[dict]:
+    """The entries kept in ``path``, whose first line must hold these ``settings`` (``remedy``:
+    what to do instead, named in the error for a file made under other settings)."""
+    done = _read_partial(path)
+    if done and done[0].get("settings") != settings:
+        raise ValueError(f"{path}: settings are {done[0].get('settings')}; expected {settings} ({remedy})")
+    return done
+
+
 def measure_tau(
     target: nn.Module,
     drafter: DFlashDraftModel,
@@ -77,12 +86,7 @@ def measure_tau(
             f"measure_tau: got {len(responses)} responses for {len(prompts)} prompts; expected one per prompt"
         )
     started = time.time()
-    done = _read_partial(partial_path)
-    if done and done[0].get("settings") != settings:
-        raise ValueError(
-            f"{partial_path}: settings are {done[0].get('settings')}; expected {settings} "
-            "(delete the partial file to measure with new settings)"
-        )
+    done = _resume(partial_path, settings, "delete the partial file to measure with new settings")
     starts = range(0, len(prompts), batch_size)
     finished = {d["start"] for d in done}
     for start in tqdm(
@@ -187,10 +191,10 @@ def block_hits(
     hits = []
     for first in range(start, length - 1, REPLAY_ANCHORS_PER_PASS):
         anchors = torch.arange(first, min(first + REPLAY_ANCHORS_PER_PASS, length - 1))[None]
-        blocks = build_blocks(ids, loss_mask, anchors, size, drafter.mask_token_id)
-        hidden = block_hidden(drafter, embed, features, valid, blocks.to(device))
+        blocks = build_blocks(ids, loss_mask, anchors, size, drafter.mask_token_id).to(device)
+        hidden = block_hidden(drafter, embed, features, valid, blocks)
         hidden = hidden.view(-1, size, hidden.shape[-1])
-        labels = blocks.labels.view(-1, size).to(device)
+        labels = blocks.labels.view(-1, size)
         run = torch.zeros(labels.shape[0], dtype=torch.long, device=device)
         alive = torch.ones_like(run, dtype=torch.bool)
         for k in range(1, size):
@@ -267,12 +271,7 @@ def greedy_responses(
         "max_new_tokens": params.max_new_tokens,
         "stop_token_ids": list(params.stop_token_ids),
     }
-    done = _read_partial(path)
-    if done and done[0].get("settings") != settings:
-        raise ValueError(
-            f"{path}: made under settings {done[0].get('settings')}; expected {settings} "
-            "(another target or budget: use another file)"
-        )
+    done = _resume(path, settings, "another target or budget: use another file")
     if not done:
         with open(path, "w", encoding="utf-8") as f:
             f.write(json.dumps({"settings": settings}) + "\n")
