@@ -315,6 +315,27 @@ class _NoProfiler:
 NO_PROFILER: PhaseProfiler = _NoProfiler()
 
 
+def count_width(width_steps: dict[int, list[float]], width: int, step_ms: float) -> None:
+    """One more step of verify width ``width`` that took ``step_ms``, in ``width -> [steps, ms]``."""
+    tally = width_steps.setdefault(width, [0, 0.0])
+    tally[0] += 1
+    tally[1] += step_ms
+
+
+def write_step_profile(
+    path: str, totals: dict[str, float], steps: int, width_steps: dict[int, list[float]], **extra
+) -> None:
+    """The profile file the bench reads: means and totals per phase, steps, per-width tallies
+    (``{"<width>": {"steps": n, "step_ms": mean}}``) and any ``extra`` entries."""
+    stats = {name: total / max(1, steps) for name, total in totals.items()}
+    widths = {
+        str(width): {"steps": count, "step_ms": total / count}
+        for width, (count, total) in sorted(width_steps.items())
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({**stats, "steps": steps, "totals_ms": totals, "widths": widths, **extra}, f)
+
+
 class WallClockProfiler(_NoProfiler):
     """``time.perf_counter`` timing of every phase of a decode step, where there is no CUDA.
 
@@ -371,24 +392,13 @@ class WallClockProfiler(_NoProfiler):
         for name, value in cur.items():
             self.totals[name] += value
         self.steps += 1
-        tally = self.width_steps.setdefault(width, [0, 0.0])
-        tally[0] += 1
-        tally[1] += cur["step_ms"]
+        count_width(self.width_steps, width, cur["step_ms"])
         self.step_start, self.last_forward_end = None, end
-        self.write()
+        write_step_profile(self.path, self.totals, self.steps, self.width_steps)
 
     def forward_done(self) -> None:
         """A prefill ended: the next step's host time starts here."""
         self.last_forward_end = self.clock()
-
-    def write(self) -> None:
-        stats = {name: total / max(1, self.steps) for name, total in self.totals.items()}
-        widths = {
-            str(width): {"steps": steps, "step_ms": total / steps}
-            for width, (steps, total) in sorted(self.width_steps.items())
-        }
-        with open(self.path, "w", encoding="utf-8") as f:
-            json.dump({**stats, "steps": self.steps, "totals_ms": self.totals, "widths": widths}, f)
 
 
 def make_profiler(path: str | None, device: torch.device) -> PhaseProfiler:
@@ -488,30 +498,12 @@ class StepProfiler(_NoProfiler):
             self.graph_steps["verify"] += verify_graph
             for name, value in host.items():
                 self.totals[name] += value
-            tally = self.width_steps.setdefault(width, [0, 0.0])
-            tally[0] += 1
-            tally[1] += device_ms
+            count_width(self.width_steps, width, device_ms)
             self.steps += 1
             if self.steps % self.WRITE_EVERY == 0:
-                self.write()
-
-    def write(self) -> None:
-        stats = {name: total / max(1, self.steps) for name, total in self.totals.items()}
-        widths = {
-            str(width): {"steps": steps, "step_ms": total / steps}
-            for width, (steps, total) in sorted(self.width_steps.items())
-        }
-        with open(self.path, "w", encoding="utf-8") as f:
-            json.dump(
-                {
-                    **stats,
-                    "steps": self.steps,
-                    "totals_ms": self.totals,
-                    "widths": widths,
-                    "graph_steps": self.graph_steps,
-                },
-                f,
-            )
+                write_step_profile(
+                    self.path, self.totals, self.steps, self.width_steps, graph_steps=self.graph_steps
+                )
 
 
 # ---------------------------------------------------------------------------- the step
