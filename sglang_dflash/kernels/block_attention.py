@@ -325,10 +325,8 @@ def block_attention_splitkv(
     logit_cap=0.0,
     sliding_window_size=-1,
     sinks=None,
-    window_kv_offsets=None,
     xai_temperature_len=-1,
-    max_bs=None,
-    **_unused,
+    **_unused,  # the rest of the host's call (window offsets, max_bs, page size): nothing to serve
 ) -> bool:
     """In place of SGLang's ``extend_attention_fwd`` (same arguments): the block attention into
     ``o_extend``, True; or False, untouched, for a case it does not serve.
