@@ -98,13 +98,18 @@ class _OneRequestBatch:
 def host_penalized_logits(target, prompt: list[int], output: list[int], params, eos_token_id: int):
     """The target's next-token logits [V] after ``prompt + output``, penalised by SGLang's own
     penalizers fed ``output`` (additive then scaling, as its overlap scheduler applies them)."""
+    logits = target(torch.tensor([prompt + output])).logits[0, -1].float()
+    return host_penalized(logits, output, params, eos_token_id)
+
+
+def host_penalized(logits: torch.Tensor, output: list[int], params, eos_token_id: int) -> torch.Tensor:
+    """``logits`` [V] after ``output``, penalised in place by SGLang's own penalizers fed ``output``."""
     from sglang.srt.sampling import penaltylib
     from sglang.srt.sampling.penaltylib.repetition_penalty import apply_scaling_penalties
 
-    vocab = target.get_output_embeddings().weight.shape[0]
     batch = _OneRequestBatch(params, eos_token_id)
     orchestrator = penaltylib.BatchedPenalizerOrchestrator(
-        vocab_size=vocab,
+        vocab_size=logits.shape[-1],
         batch=batch,
         penalizers={
             penaltylib.BatchedFrequencyPenalizer,
@@ -115,7 +120,7 @@ def host_penalized_logits(target, prompt: list[int], output: list[int], params, 
     )
     for token in output:
         orchestrator.cumulate_output_tokens(torch.tensor([token]))
-    logits = target(torch.tensor([prompt + output])).logits[:, -1].float()
+    logits = logits[None]
     additive = torch.zeros_like(logits)
     orchestrator.accumulate_additive_penalties(additive)
     logits.add_(additive)
@@ -125,12 +130,17 @@ def host_penalized_logits(target, prompt: list[int], output: list[int], params, 
     return logits[0]
 
 
+@torch.inference_mode()
 def host_penalized_greedy(target, prompt: list[int], params, eos_token_id: int) -> list[int]:
-    """Plain greedy decoding, one token per target pass, penalised by SGLang's own penalizers."""
+    """Plain greedy decoding, one token per target pass (its KV cache kept, as a server keeps it),
+    penalised by SGLang's own penalizers."""
     output: list[int] = []
+    step = target(torch.tensor([prompt]), use_cache=True)
     while len(output) < params.max_new_tokens:
-        token = int(host_penalized_logits(target, prompt, output, params, eos_token_id).argmax())
+        logits = host_penalized(step.logits[0, -1].float(), output, params, eos_token_id)
+        token = int(logits.argmax())
         output.append(token)
         if token in params.stop_token_ids:
             break
+        step = target(torch.tensor([[token]]), past_key_values=step.past_key_values, use_cache=True)
     return output

@@ -348,8 +348,7 @@ class TestWaitingTimeoutKit(KitCase, WaitingTimeoutMixin):
     )
 
 
-# Its own server (about 35 s to start here) and a minute of decoding; the running-timeout kit below
-# keeps a timeout kit in the default run.
+# Its own server (about 35 s to start here) and a minute of decoding.
 kit_defaults(TestWaitingTimeoutKit)
 
 
@@ -359,3 +358,8 @@ class TestRunningTimeoutKit(KitCase, RunningTimeoutTwoWaveMixin):
         ("--max-running-requests", "16"),
         (("SGLANG_REQ_RUNNING_TIMEOUT", "3"),),
     )
+
+
+# Its own server too (about 50 s here in all): heavy since 2026-11-26 to keep CI under 45 minutes;
+# aborts mid-decode stay in the default run (test_soak.py, test_dflash_*: clients leaving, /abort_request).
+kit_defaults(TestRunningTimeoutKit)
