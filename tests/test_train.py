@@ -243,6 +243,42 @@ def test_evaluation_shaped_sources_are_opt_in_parse_as_python_and_stay_disjoint(
         builtin_prompts(sources=("docs",))
 
 
+def test_second_evaluation_shaped_sources_are_opt_in_varied_python_and_disjoint():
+    from sglang_dflash.train.data import (
+        _MORE_STORY_TEMPLATES,
+        _summary_and_examples,
+        package_completion_prompts,
+        story_problems,
+    )
+
+    sources = ("package-completions", "story-problems")
+    mix = builtin_prompts(sources=sources)
+    first_pair = builtin_prompts(sources=("code-completions", "word-problems"))
+    assert len(mix) > 1800 and not set(mix) & (set(builtin_prompts()) | set(first_pair))
+    code = "import json, sys; from sglang_dflash.train.data import builtin_prompts as b; "
+    code += f"json.dump(b(sources={sources!r}), sys.stdout)"
+    assert json.loads(subprocess.check_output([sys.executable, "-c", code])) == mix  # same on resume
+    packages = package_completion_prompts()
+    assert len(packages) > 500 and sum(">>> " in p for p in packages) > 300
+    for prompt in packages:  # an import, a header and its docstring: valid Python, no dispatcher args
+        ast.parse(prompt)
+        assert "backend_kwargs" not in prompt and len(prompt) <= 1500
+    # The docstring keeps the summary and the examples, not the parameter tables.
+    doc = "Sum it.\n\nParameters\n----------\nx : int\n\n"
+    doc += "Examples\n--------\n>>> f(1)\n1\n\nNotes\n-----\nFast."
+    assert _summary_and_examples(doc) == ("Sum it.", ">>> f(1)\n1")
+    stories = story_problems(400)
+    assert len(set(stories)) > 390 and "{" not in "".join(stories)
+    # Every template shows up in 400 stories (its longest literal text does): the variety the first
+    # word problems lacked.
+    fragments = [max(re.split(r"\{\w+\}", t), key=len) for t in _MORE_STORY_TEMPLATES]
+    assert len(fragments) == 44 and all(any(f in story for story in stories) for f in fragments)
+    evaluation = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl")) + read_prompts(
+        os.path.join(SHARED_DATA, "gsm8k.jsonl")
+    )
+    assert overlapping_prompts(mix, evaluation) == []
+
+
 # ------------------------------------------------------------------ CPU recipe: feature store, cheaper loss
 
 
