@@ -1,8 +1,9 @@
 """The shipped SmolLM2-135M-Instruct drafter loads against the real target, keeps greedy output exactly
 the target's own, and is accepted clearly more often than a random drafter (tau ~1.0).
 
-The shipped drafter (``drafters/smollm2-135m-instruct/``, the ninth CPU run since 2026-11-26: 1.78 on
-these chats, the eighth run 1.81, the sixth 1.70) must reach tau > 1.7 here. Earlier runs keep their
+The shipped drafter (``drafters/smollm2-135m-instruct/``, the eleventh CPU run since 2026-11-26: 1.83
+on these chats, the ninth run 1.78, the eighth 1.81, the sixth 1.70) must reach tau > 1.75 here.
+Earlier runs keep their
 weights in git history only (see that folder's README).
 """
 
@@ -17,7 +18,7 @@ from sglang_dflash.smollm2 import IM_END_ID
 
 DRAFTERS = os.path.join(os.path.dirname(__file__), "..", "drafters", "smollm2-135m-instruct")
 # (directory, minimum tau on CHATS)
-COMMITTED = [(DRAFTERS, 1.7)]
+COMMITTED = [(DRAFTERS, 1.75)]
 # Not from the evaluation sets: a code task and a word problem in the style the drafter was trained on.
 CHATS = [
     "Write a Python function that returns the largest of three numbers.",
