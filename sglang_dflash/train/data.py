@@ -137,10 +137,19 @@ def _stdlib_callables() -> Iterator[tuple[str, str, str, str]]:
     Kept: a stable signature (:func:`_stable_signature`) and a docstring of 40 characters or more.
     """
     for module_name, qualname, fn in _public_stdlib_functions():
-        doc = inspect.getdoc(fn)
-        signature = _stable_signature(fn)
-        if signature is not None and doc and len(doc) >= 40:
-            yield module_name, qualname, signature, doc
+        documented = _documented_signature(fn)
+        if documented is not None:
+            yield module_name, qualname, *documented
+
+
+def _documented_signature(fn) -> tuple[str, str] | None:
+    """``fn``'s stable signature (:func:`_stable_signature`) and docstring, or None without either
+    (a docstring shorter than 40 characters counts as none)."""
+    doc = inspect.getdoc(fn)
+    signature = _stable_signature(fn)
+    if signature is None or not doc or len(doc) < 40:
+        return None
+    return signature, doc
 
 
 def _public_stdlib_functions() -> Iterator[tuple[str, str, object]]:
@@ -295,9 +304,10 @@ def package_completion_prompts(max_chars: int = 1500) -> list[str]:
                 if fn in seen:
                     continue
                 seen.add(fn)
-                doc, signature = inspect.getdoc(fn), _stable_signature(fn)
-                if signature is None or not doc or len(doc) < 40:
+                documented = _documented_signature(fn)
+                if documented is None:
                     continue
+                signature, doc = documented
                 # networkx's dispatcher adds its backend parameters to every public signature.
                 signature = signature.replace("(*, backend=None, **backend_kwargs)", "()")
                 signature = signature.replace(", *, backend=None, **backend_kwargs", "")
