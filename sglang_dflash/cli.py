@@ -364,6 +364,12 @@ def _add_train(sub) -> None:
     )
     p.add_argument("--no-resume", dest="resume", action="store_false")
     p.add_argument(
+        "--precision",
+        default=defaults.precision,
+        help="the training steps' autocast: auto (bf16 on CUDA and on CPUs with native bf16 dot "
+        "products, else fp32), bf16 or fp32",
+    )
+    p.add_argument(
         "--sample-positions",
         action="store_true",
         help="importance-sample block positions by their loss weight (same objective, cheaper lm_head)",

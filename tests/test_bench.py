@@ -7,7 +7,7 @@ import os
 import pytest
 
 from sglang_dflash.bench.datasets import dataset_name, load_dataset, read_jsonl_prompts
-from sglang_dflash.bench.harness import BenchConfig, engine_args, mode_env, parse_concurrency
+from sglang_dflash.bench.harness import BenchConfig, engine_args, environment, mode_env, parse_concurrency
 from sglang_dflash.bench.metrics import (
     agreement_with_baseline,
     mean_tau,
@@ -185,6 +185,18 @@ def test_cpu_device_runs_sglangs_cpu_engine_in_float32_with_plain_and_our_modes(
     }
     assert args["max_total_tokens"] == 8192 and "mem_fraction_static" not in args
     assert mode_env("dflash", "p", device="cpu")["SGLANG_USE_CPU_ENGINE"] == "1"
+
+
+def test_dtype_overrides_the_cpu_float32_for_every_mode_and_is_checked():
+    common = dict(model="m", drafter="d", datasets=[], out="o", modes=["baseline", "dflash"])
+    cpu_bf16 = BenchConfig(device="cpu", dtype="bfloat16", **common)
+    assert {engine_args(cpu_bf16, m)["dtype"] for m in ("baseline", "dflash")} == {"bfloat16"}
+    assert environment(cpu_bf16)["dtype"] == "bfloat16"
+    assert environment(BenchConfig(device="cpu", **common))["dtype"] == "float32"
+    gpu = BenchConfig(**common)
+    assert "dtype" not in engine_args(gpu, "dflash") and environment(gpu)["dtype"] == "auto"
+    with pytest.raises(ValueError, match=r"bench: --dtype is 'bf16'; expected one of \['auto', 'float32', "):
+        BenchConfig(device="cpu", dtype="bf16", **common)
 
 
 def test_a_mode_that_needs_cuda_cannot_be_configured_on_cpu():

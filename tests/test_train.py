@@ -520,3 +520,47 @@ def test_gen_data_refuses_unknown_sources_and_sources_with_prompts(capsys, tmp_p
     err = capsys.readouterr().err
     assert "gen-data: --sources is ['word-problems'] with --prompts 'p.jsonl'; expected one of them" in err
     assert not os.path.exists(tmp_path / "o")
+
+
+def test_cpu_bf16_precision_runs_the_steps_in_bf16_keeps_the_heldout_float32_and_learns(
+    corpus, tmp_path, monkeypatch
+):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 fma\n")
+    assert trainer_module.cpu_has_native_bf16(str(cpuinfo))
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512bw fma\n")
+    assert not trainer_module.cpu_has_native_bf16(str(cpuinfo))
+    assert not trainer_module.cpu_has_native_bf16(str(tmp_path / "missing"))
+    for native, expected in ((True, "bf16"), (False, "fp32")):
+        monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda native=native: native)
+        assert trainer_module.resolve_precision("auto", "cpu") == expected
+    assert trainer_module.resolve_precision("auto", "cuda:0") == "bf16"
+    assert trainer_module.resolve_precision("fp32", "cuda") == "fp32"
+    with pytest.raises(ValueError, match=r"--precision is 'fp16'; expected one of auto, bf16, fp32"):
+        TrainConfig(target="t", data="d", output="o", precision="fp16")
+
+    # Which dtype the drafter's first projection computes in, during steps and held-out evaluations.
+    target, path, _ = corpus
+    seen = {"train": set(), "eval": set()}
+    real_step = trainer_module.train_step
+
+    def step_noting_dtypes(drafter, target, batches, cfg, step, weights):
+        phase = "train" if drafter.training else "eval"
+        hook = drafter.layers[0].self_attn.q_proj.register_forward_hook(
+            lambda module, args, out: seen[phase].add(out.dtype)
+        )
+        try:
+            return real_step(drafter, target, batches, cfg, step, weights)
+        finally:
+            hook.remove()
+
+    monkeypatch.setattr(trainer_module, "train_step", step_noting_dtypes)
+    out = tmp_path / "bf16"
+    summary = train(
+        config(path, out, steps=60, precision="bf16", heldout=8, eval_every=30, log_every=10),
+        target=target,
+    )
+    assert seen == {"train": {torch.bfloat16}, "eval": {torch.float32}}, seen
+    assert summary["precision"] == "bf16"
+    log = [json.loads(line) for line in open(out / "train_log.jsonl")]
+    assert log[-1]["loss"] < 0.7 * log[0]["loss"], (log[0]["loss"], log[-1]["loss"])

@@ -24,6 +24,8 @@
 #   STEPS=700 TRAIN_MINUTES=           training length; TRAIN_MINUTES time-boxes one run
 #   LR=8e-4 WARMUP=30 THREADS=1        peak learning rate, warmup steps, torch threads
 #   MIN_LR_RATIO=0.1                   the cosine's floor as a share of LR (1: a constant LR)
+#   PRECISION=auto                     the steps' autocast (train --precision: bf16 where the CPU has native
+#                                      bf16, 1.75x faster steps; fp32 as runs before 2026-11-27)
 #   INIT_DRAFTER=<the committed one>   warm start from a drafter of the same shape (empty: from the target's
 #                                      layers); $WORK/drafter/checkpoints/last.pt, when there, wins
 #   HELDOUT=32 EVAL_EVERY=50           held-out records and how often their acceptance is logged
@@ -125,7 +127,7 @@ want train && stage train sglang-dflash train --target "$target" --features "$fe
   --out "$work/drafter" --num-draft-layers 2 --block-size 16 --target-layer-ids $layers \
   --mask-token-id 6 --mask-token "<filename>" --steps "${STEPS:-700}" --batch-size 8 --num-anchors 32 \
   --max-seq-len 512 --lr "${LR:-8e-4}" --min-lr-ratio "${MIN_LR_RATIO:-0.1}" --warmup-steps "${WARMUP:-30}" --gamma 7 --sample-positions --heldout "${HELDOUT:-32}" ${HELDOUT_AMONG:+--heldout-among "$HELDOUT_AMONG"} --eval-every "${EVAL_EVERY:-50}" \
-  --snapshot-every 50 --save-every "${SAVE_EVERY:-10}" --log-every 5 --threads "${THREADS:-1}" \
+  --snapshot-every 50 --save-every "${SAVE_EVERY:-10}" --log-every 5 --threads "${THREADS:-1}" --precision "${PRECISION:-auto}" \
   --max-shard-mb 24 --device cpu ${TRAIN_MINUTES:+--max-minutes "$TRAIN_MINUTES"} \
   ${INIT_DRAFTER:+--init-drafter "$INIT_DRAFTER"}
 

@@ -51,6 +51,8 @@ CPU_ENGINE_ARGS = {
     "sampling_backend": "pytorch",
     "disable_cuda_graph": True,
 }
+# --dtype's choices (SGLang's names); None: float32 on CPU, the checkpoint's (SGLang's auto) on a GPU.
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 # On CPU SGLang sizes the KV pool from host memory; a fixed pool keeps the benchmark's footprint small.
 CPU_DEFAULT_MAX_TOTAL_TOKENS = 8192
 
@@ -95,6 +97,7 @@ class BenchConfig:
     max_total_tokens: int | None = None
     rounds: int | None = None
     token_map: str | None = None  # --speculative-token-map for our modes (not the built-in's)
+    dtype: str | None = None  # SGLang's --dtype for every mode (DTYPES; None: see DTYPES)
 
     def __post_init__(self) -> None:
         """Raise ValueError (FileNotFoundError for a missing dataset) naming the first bad flag."""
@@ -123,6 +126,8 @@ class BenchConfig:
             raise ValueError(f"bench: --rounds is {self.rounds}; expected an integer >= 1")
         if self.temperature < 0:
             raise ValueError(f"bench: --temperature is {self.temperature}; expected >= 0")
+        if self.dtype is not None and self.dtype not in DTYPES:
+            raise ValueError(f"bench: --dtype is {self.dtype!r}; expected one of {list(DTYPES)}")
         if not self.concurrency or any(c < 1 for c in self.concurrency):
             raise ValueError(f"bench: --concurrency is {self.concurrency}; expected integers >= 1")
         for path in self.datasets:
@@ -172,6 +177,8 @@ def engine_args(cfg: BenchConfig, mode: str) -> dict:
         args.pop("mem_fraction_static")
     if cfg.max_total_tokens:
         args["max_total_tokens"] = cfg.max_total_tokens
+    if cfg.dtype:
+        args["dtype"] = cfg.dtype
     if mode in DRAFTER_MODES:
         args.update(speculative_algorithm="DFLASH", speculative_draft_model_path=cfg.drafter)
         if cfg.block_size:
@@ -206,6 +213,7 @@ def environment(cfg: BenchConfig) -> dict:
         "attention_backend": (
             CPU_ENGINE_ARGS["attention_backend"] if cfg.device == "cpu" else cfg.attention_backend
         ),
+        "dtype": cfg.dtype or (CPU_ENGINE_ARGS["dtype"] if cfg.device == "cpu" else "auto"),
     }
     for pkg in ("sglang", "torch", "transformers", "sglang-dflash", "sglang-kernel"):
         try:
@@ -379,13 +387,21 @@ def add_parser(sub) -> None:
         "--device",
         choices=DEVICES,
         default="cuda",
-        help="cpu: SGLang's CPU backend (float32, torch_native); modes baseline, dflash, dflash-adaptive",
+        help="cpu: SGLang's CPU backend (float32 unless --dtype, torch_native); "
+        "modes baseline, dflash, dflash-adaptive",
     )
     p.add_argument(
         "--max-total-tokens",
         type=int,
         default=None,
         help=f"KV pool size in tokens (default: the host's; {CPU_DEFAULT_MAX_TOTAL_TOKENS} on CPU)",
+    )
+    p.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default=None,
+        help="SGLang's --dtype for every mode (default: float32 on CPU, the checkpoint's on a GPU; "
+        "bfloat16 on a CPU with native bf16 dot products runs the matmuls 2-3x faster)",
     )
     p.add_argument("--mem-fraction-static", type=float, default=0.6)
     p.add_argument("--keep-radix-cache", dest="disable_radix_cache", action="store_false")

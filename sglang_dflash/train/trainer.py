@@ -6,7 +6,8 @@
 Every step: a batch of self-distilled sequences -> the frozen target's hidden states of the
 chosen layers -> ``num_anchors`` blocks per sequence -> one drafter forward -> weighted
 cross-entropy (see :mod:`.objective`).  AdamW, linear warmup then cosine decay, bf16 autocast on
-CUDA.  ``output/checkpoints/last.pt`` is rewritten every ``save_every`` steps; a rerun with the
+CUDA and on CPUs with native bf16 dot products (``precision``: :func:`resolve_precision`).
+``output/checkpoints/last.pt`` is rewritten every ``save_every`` steps; a rerun with the
 same config resumes from it and reproduces the uninterrupted run exactly (data order and anchors
 are functions of the seed and the step).  The final drafter is written to ``output/`` in the
 published safetensors layout, plus ``train_log.jsonl`` and ``train_summary.json``.
@@ -107,6 +108,7 @@ class TrainConfig:
     snapshot_every: int = 0
     threads: int | None = None
     max_minutes: float | None = None
+    precision: str = "auto"  # the training step's autocast: see train_autocast
 
     def __post_init__(self) -> None:
         """Raise ValueError naming the first bad setting by its ``train`` flag."""
@@ -126,6 +128,8 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise train_error(name, value, f"an integer >= {minimum}")
+        if self.precision not in PRECISIONS:
+            raise train_error("precision", self.precision, f"one of {', '.join(PRECISIONS)}")
         if not self.lr > 0:
             raise train_error("lr", self.lr, "a positive number")
         if self.gamma is not None and not self.gamma > 0:
@@ -144,6 +148,43 @@ class TrainConfig:
             raise train_error(
                 "features", self.features, f"a feature store with --num-chunks {self.num_chunks}"
             )
+
+
+PRECISIONS = ("auto", "bf16", "fp32")
+# CPU flags of native bf16 dot products (Zen 4, Cooper Lake, Sapphire Rapids and later): there bf16
+# matmuls run 2-3x faster than float32 ones; elsewhere oneDNN emulates them, slower than float32.
+NATIVE_BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+
+
+def cpu_has_native_bf16(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU computes bf16 dot products natively (Linux's flags; False where unreadable)."""
+    try:
+        with open(cpuinfo_path, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return not NATIVE_BF16_CPU_FLAGS.isdisjoint(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return False
+
+
+def resolve_precision(precision: str, device: str) -> str:
+    """``bf16`` or ``fp32``: what ``precision`` means on ``device``.
+
+    ``auto`` is bf16 on CUDA and on CPUs with native bf16 (:func:`cpu_has_native_bf16`; measured on
+    this project's Zen 4 cores: training steps 1.75x faster, losses equal to 3 decimals), fp32 on
+    other CPUs.
+    """
+    if precision != "auto":
+        return precision
+    return "bf16" if device.startswith("cuda") or cpu_has_native_bf16() else "fp32"
+
+
+def train_autocast(precision: str, device: str) -> torch.autocast:
+    """The autocast one training step runs under (:func:`resolve_precision`)."""
+    device_type = "cuda" if device.startswith("cuda") else "cpu"
+    bf16 = resolve_precision(precision, device) == "bf16"
+    return torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16)
 
 
 def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
@@ -316,12 +357,7 @@ def train_step(
         labels, weights = sample_block_positions(blocks.labels, weights, gen)
         blocks = dataclasses.replace(blocks, labels=labels)
     blocks = blocks.to(config.device)
-    autocast = (
-        torch.autocast("cuda", dtype=torch.bfloat16)
-        if config.device.startswith("cuda")
-        else torch.autocast("cpu", enabled=False)
-    )
-    with autocast:
+    with train_autocast(config.precision, config.device):
         if batches.store is not None:
             feats = batches.features(step).to(config.device)  # captured at generation: no target forward
         else:
@@ -345,8 +381,11 @@ def heldout_acceptance(
     drafter.eval()
     totals = {"loss": 0.0, "accept": 0.0}
     batches = range(heldout.per_epoch)
+    # On CPU the held-out curve stays float32 whatever the steps run in, so that it compares with
+    # every earlier run's (CUDA runs always evaluated under bf16 autocast).
+    precision = config.precision if config.device.startswith("cuda") else "fp32"
     for step in batches:
-        full = dataclasses.replace(config, sample_positions=False, seed=config.seed + 1)
+        full = dataclasses.replace(config, sample_positions=False, seed=config.seed + 1, precision=precision)
         out = train_step(drafter, target, heldout, full, step, weights)
         totals["loss"] += out.loss.item()
         totals["accept"] += float(out.expected_accept)
@@ -527,6 +566,7 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
         "steps_done": stopped_at if stopped_at is not None else config.steps,
         "train_seconds": round(earlier_seconds + time.time() - started, 1),
         "device": config.device,
+        "precision": resolve_precision(config.precision, config.device),
     }
     with open(os.path.join(config.output, "train_summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)
