@@ -136,6 +136,15 @@ def test_dflash_server_args_take_the_drafters_block_size_one_step_and_top_1(host
     assert (workers["block"], workers["steps"], workers["topk"]) == (4, 1, 1)
 
 
+def test_our_dflash_admits_prefills_without_waiting_for_free_slots_unless_asked(host, builtin_host):
+    """The host holds a DFLASH server's new prefills until 3 of 16 running slots are free: 1-2 of 16
+    clients waited a whole generation for their first token. Ours admits at once; a user's
+    --min-free-slots-delay stays; the built-in keeps the host's default."""
+    assert host["workers"]["held_until_free"] is None
+    assert host["workers"]["held_until_free_when_set"] == 3
+    assert builtin_host["workers"]["held_until_free"] == 3
+
+
 def test_the_scheduler_takes_logprobs_grammars_hidden_states_and_penalties(host):
     verdicts = host["requests"]
     served = ("logprobs", "grammar", "hidden states", "penalty")

@@ -129,9 +129,11 @@ def _create_worker(original, self, server_args):
 def _handle_speculative_decoding(original, server_args):
     """For DFLASH, validate the drafter first (clear errors, nothing loaded yet), then the host's checks."""
     if runs_dflash(server_args):
-        from .validation import check_server_args
+        from .validation import admit_prefills_undelayed, check_server_args
 
         check_server_args(server_args)
+        if active_implementation() != BUILTIN:  # the built-in keeps the host's defaults
+            admit_prefills_undelayed(server_args)
     return original(server_args)
 
 

@@ -285,6 +285,22 @@ def take_adaptive_settings(server_args: ServerArgs) -> None:
     server_args.speculative_adaptive = False
 
 
+def admit_prefills_undelayed(server_args: ServerArgs) -> None:
+    """Turn the host's min-free-slots delay off for our DFLASH, unless ``--min-free-slots-delay`` is set.
+
+    SGLang 0.5.16 holds new prefills of every DFLASH-family server until
+    ``min(4, max(2, (max_running_requests + 5) // 6))`` running slots are free, because its built-in
+    drafter pays a draft prefill per admission.  Ours injects a new request's context features inside
+    the target's prefill, so an admission costs one prefill pass, and the delay only cost latency:
+    with as many clients as ``--max-running-requests``, the one or two requests that arrived after
+    the rest were held until three others had finished, waiting a whole generation for their first
+    token (11 groups of 16 requests in our CPU benches, never in plain decoding).  A value <= 1 is the
+    host's "off"; a user's own value stays.
+    """
+    if getattr(server_args, "min_free_slots_delay", None) is None:
+        server_args.min_free_slots_delay = 1
+
+
 def check_draft_attention(config: DFlashConfig, server_args: ServerArgs, target: Any) -> None:
     """Causal and sliding-window draft layers run on ``--device cpu`` (our block attention masks
     both); on GPUs the host's backends run the block bidirectionally with no window, so there a

@@ -77,13 +77,23 @@ def server_args_from_modelscope(target: str, draft: str, cache: str) -> dict[str
 
 def speculative_workers(target: str, draft: str) -> dict[str, Any]:
     """The worker classes SGLang creates for DFLASH and EAGLE, the model class registered for the
-    drafter's architecture, and the step shape the DFLASH ServerArgs end up with."""
+    drafter's architecture, the step shape the DFLASH ServerArgs end up with, and the free slots the
+    host's scheduler would wait for before admitting a prefill (by default and with the flag set)."""
+    from sglang.srt.managers.min_free_slots_delayer import resolve_min_free_slots
     from sglang.srt.models.registry import ModelRegistry
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     args = dflash_server_args(target, draft)
     dflash = SpeculativeAlgorithm.DFLASH.create_worker(args)
+    chosen = dflash_server_args(target, draft, min_free_slots_delay=3)
+
+    def held_until_free(server_args: ServerArgs) -> int | None:
+        """The running slots the host's scheduler waits for before a prefill, at 16 running requests."""
+        return resolve_min_free_slots(server_args.min_free_slots_delay, 16, is_dflash_family=True)
+
     return dict(
+        held_until_free=held_until_free(args),
+        held_until_free_when_set=held_until_free(chosen),
         dflash=f"{dflash.__module__}.{dflash.__name__}",
         eagle=SpeculativeAlgorithm.EAGLE.create_worker(args).__name__,
         model=ModelRegistry.models["DFlashDraftModel"].__module__,

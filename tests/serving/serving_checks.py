@@ -93,6 +93,39 @@ def check_max_new_tokens_inside_a_block(server: CpuServer, prompts, reference) -
         assert result["meta_info"]["finish_reason"] == expected["meta_info"]["finish_reason"]
 
 
+def check_a_late_request_at_a_full_batch_starts_at_once(server: CpuServer, prompts, slots: int) -> None:
+    """With ``slots - 1`` requests running on a server of ``--max-running-requests slots``, one more
+    request gets its first token before any of them finishes.  SGLang holds a DFLASH server's new
+    prefills until min(4, max(2, (slots + 5) // 6)) slots are free; ours turns that off, so a request
+    arriving at a nearly full batch does not wait a whole generation."""
+    import requests
+
+    long = {"temperature": 0, "max_new_tokens": 96, "ignore_eos": True}
+    finished: list[float] = []
+
+    def run(prompt: list[int]) -> None:
+        body = {"input_ids": prompt, "sampling_params": long}
+        requests.post(server.base + "/generate", json=body, timeout=900)
+        finished.append(time.perf_counter())
+
+    earlier = [threading.Thread(target=run, args=(prompts[i % len(prompts)],)) for i in range(slots - 1)]
+    for thread in earlier:
+        thread.start()
+    deadline = time.time() + 300
+    while server.load()["num_running_reqs"] < slots - 1:
+        assert time.time() < deadline and not finished, f"never {slots - 1} running: {server.load()}"
+        time.sleep(0.2)
+    late = {"input_ids": prompts[-1], "sampling_params": {"temperature": 0, "max_new_tokens": 4}}
+    first_token = next(iter(server.stream_lines(late, timeout_s=900))) and time.perf_counter()
+    for thread in earlier:
+        thread.join(timeout=900)
+    assert len(finished) == slots - 1
+    assert first_token < min(finished), (
+        f"the late request's first token came {first_token - min(finished):.1f} s after the first "
+        "earlier request finished; expected before (it waited for free slots)"
+    )
+
+
 def check_aborts_leave_the_kv_pools_balanced(server: CpuServer, prompts) -> None:
     """Client disconnects and ``/abort_request`` mid-generation; then the idle server holds the KV
     slots it held before, its strict leak check stayed silent, and it still answers."""

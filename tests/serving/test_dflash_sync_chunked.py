@@ -1,6 +1,6 @@
-"""Our DFLASH without the overlap scheduler and with chunked prefill forced (``--chunked-prefill-size``
-below every prompt's length) and the shipped hot draft vocabulary (``--speculative-token-map``), on
-CPU, against plain decoding (shared setup: conftest.py)."""
+"""Our DFLASH without the overlap scheduler, with chunked prefill forced (``--chunked-prefill-size``
+below every prompt's length), the shipped hot draft vocabulary (``--speculative-token-map``) and 8
+running-request slots, on CPU, against plain decoding (shared setup: conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from cpu_server import HOT_VOCABULARY
 from serving_checks import (
     CHUNK,
+    check_a_late_request_at_a_full_batch_starts_at_once,
     check_aborts_leave_the_kv_pools_balanced,
     check_greedy_equals_plain,
     check_max_new_tokens_inside_a_block,
@@ -17,6 +18,7 @@ from serving_checks import (
 
 pytestmark = pytest.mark.slow
 NAME = "sync+chunked"
+SLOTS = 8  # --max-running-requests: the greedy checks' highest concurrency fills it
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +32,8 @@ def server(smollm2, drafter, reference, tmp_path_factory):
         "--disable-overlap-schedule",
         "--chunked-prefill-size",
         str(CHUNK),
+        "--max-running-requests",
+        str(SLOTS),
         *HOT_VOCABULARY,
     )
     yield started
@@ -43,6 +47,10 @@ def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter
 
 def test_max_new_tokens_ending_inside_a_block(server, prompts, reference):
     check_max_new_tokens_inside_a_block(server, prompts, reference)
+
+
+def test_a_late_request_at_a_full_batch_starts_at_once(server, prompts):
+    check_a_late_request_at_a_full_batch_starts_at_once(server, prompts, SLOTS)
 
 
 def test_aborts_leave_the_kv_pools_balanced(server, prompts):
