@@ -25,7 +25,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from sglang_dflash.bench.report import agg_pyplot, write_markdown
+from sglang_dflash.bench.report import agg_pyplot, save_figure, write_markdown
 
 # (out, in) of one SmolLM2-135M layer's linears: fused qkv, o, fused gate_up, down.
 SMOLLM2_LAYER = ((960, 576), (576, 576), (3072, 576), (576, 1536))
@@ -94,7 +94,7 @@ def write_report(out: str, rows: list[dict], threads: int) -> None:
     ax.set_title(f"{threads} thread(s)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "results.png"), dpi=120)
+    save_figure(fig, os.path.join(out, "results.png"))
 
 
 def main() -> None:

@@ -99,6 +99,8 @@ def write_report(rows: dict[str, dict], out: str, meta: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from sglang_dflash.bench.report import save_figure
+
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=2)
@@ -116,7 +118,7 @@ def write_report(rows: dict[str, dict], out: str, meta: dict) -> None:
     ax.set_xlabel("tau (tokens per verify step)")
     ax.set_title("DFLASH on JSON-schema prompts (CPU, greedy)")
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "results.png"), dpi=120)
+    save_figure(fig, os.path.join(out, "results.png"))
     print(table)
 
 

@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from cpu_server import CpuServer  # noqa: E402  (the tests' CPU server launcher)
 
 from sglang_dflash.bench.engine_run import format_width_steps, read_profile  # noqa: E402
-from sglang_dflash.bench.report import agg_pyplot, write_markdown  # noqa: E402
+from sglang_dflash.bench.report import agg_pyplot, save_figure, write_markdown  # noqa: E402
 
 DEFAULT_MODEL = os.path.expanduser("~/.cache/sglang-dflash/models/smollm2-135m-instruct")
 DEFAULT_DRAFTER = os.path.join(HERE, "..", "drafters", "smollm2-135m-instruct")
@@ -151,7 +151,7 @@ def write_report(out: str, rows: list[dict]) -> None:
     ax.set_ylabel("tokens/s vs plain (same round)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "results.png"), dpi=120)
+    save_figure(fig, os.path.join(out, "results.png"))
 
 
 def main() -> None:

@@ -192,6 +192,8 @@ def plot(rows: list[dict], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from sglang_dflash.bench.report import save_figure
+
     fixed = [r for r in rows if r["policy"].startswith("fixed")]
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(
@@ -207,7 +209,7 @@ def plot(rows: list[dict], path: str) -> None:
     ax.set_ylabel("speedup vs plain decoding")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path)
 
 
 def main() -> None:

@@ -148,6 +148,18 @@ def agg_pyplot():
     return plt
 
 
+def save_figure(fig, path: str, colors: int = 64) -> None:
+    """``fig`` as a PNG of at most ``colors`` palette colours (about a third of the bytes of a
+    truecolour one for these line plots), so committed results keep the checkout small enough to
+    travel to the GPU host (``tests/test_repo_size.py``)."""
+    from PIL import Image  # matplotlib's own dependency
+
+    fig.savefig(path, dpi=120)
+    with Image.open(path) as image:
+        compact = image.convert("RGB").quantize(colors=colors)
+    compact.save(path, optimize=True)
+
+
 def write_markdown(path: str, lines: list[str]) -> None:
     """A markdown file of these lines."""
     with open(path, "w", encoding="utf-8") as f:
@@ -183,7 +195,7 @@ def plot_speedups(rows: list[dict], path: str) -> None:
         ax.set_title(dataset)
         ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path)
     plt.close(fig)
 
 

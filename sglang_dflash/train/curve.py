@@ -67,6 +67,8 @@ def plot_runs(runs: Sequence[tuple[str, Sequence[str]]], out_path: str, final_st
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from ..bench.report import save_figure
+
     fig, ax = plt.subplots(figsize=(7, 4.2))
     markers, all_rows = iter("s^Dv<>ph"), []
     for index, ((_, tau_paths), (offset, rows)) in enumerate(zip(runs, chain_runs(runs))):
@@ -110,7 +112,7 @@ def plot_runs(runs: Sequence[tuple[str, Sequence[str]]], out_path: str, final_st
     ax.axhline(3.0, color="grey", linestyle="--", linewidth=1, label="goal: tau 3.0")
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(out_path, dpi=120)
+    save_figure(fig, out_path)
     plt.close(fig)
     return out_path
 
