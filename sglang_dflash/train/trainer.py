@@ -108,7 +108,7 @@ class TrainConfig:
     snapshot_every: int = 0
     threads: int | None = None
     max_minutes: float | None = None
-    precision: str = "auto"  # the training step's autocast: see train_autocast
+    precision: str = "auto"  # the training steps' autocast: see resolve_precision
 
     def __post_init__(self) -> None:
         """Raise ValueError naming the first bad setting by its ``train`` flag."""
