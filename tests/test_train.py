@@ -525,11 +525,11 @@ def test_gen_data_refuses_unknown_sources_and_sources_with_prompts(capsys, tmp_p
 def test_cpu_bf16_precision_runs_the_steps_in_bf16_keeps_the_heldout_float32_and_learns(
     corpus, tmp_path, monkeypatch
 ):
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 fma\n")
-    assert trainer_module.cpu_has_native_bf16(str(cpuinfo))
-    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512bw fma\n")
-    assert not trainer_module.cpu_has_native_bf16(str(cpuinfo))
+    native, emulated = tmp_path / "cpuinfo-native", tmp_path / "cpuinfo-emulated"  # read once per path
+    native.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 fma\n")
+    assert trainer_module.cpu_has_native_bf16(str(native))
+    emulated.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512bw fma\n")
+    assert not trainer_module.cpu_has_native_bf16(str(emulated))
     assert not trainer_module.cpu_has_native_bf16(str(tmp_path / "missing"))
     for native, expected in ((True, "bf16"), (False, "fp32")):
         monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda native=native: native)

@@ -206,14 +206,13 @@ def mode_env(mode: str, profile_path: str, device: str = "cuda") -> dict:
 def environment(cfg: BenchConfig) -> dict:
     import importlib.metadata as md
 
+    served = engine_args(cfg, "baseline")  # what every mode's engine is given
     info = {
         "model": cfg.model,
         "drafter": cfg.drafter,
         "device": cfg.device,
-        "attention_backend": (
-            CPU_ENGINE_ARGS["attention_backend"] if cfg.device == "cpu" else cfg.attention_backend
-        ),
-        "dtype": cfg.dtype or (CPU_ENGINE_ARGS["dtype"] if cfg.device == "cpu" else "auto"),
+        "attention_backend": served["attention_backend"],
+        "dtype": served.get("dtype", "auto"),  # SGLang's default where none is given
     }
     for pkg in ("sglang", "torch", "transformers", "sglang-dflash", "sglang-kernel"):
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -154,10 +155,11 @@ def save_figure(fig, path: str, colors: int = 64) -> None:
     travel to the GPU host (``tests/test_repo_size.py``)."""
     from PIL import Image  # matplotlib's own dependency
 
-    fig.savefig(path, dpi=120)
-    with Image.open(path) as image:
-        compact = image.convert("RGB").quantize(colors=colors)
-    compact.save(path, optimize=True)
+    drawn = io.BytesIO()
+    fig.savefig(drawn, format="png", dpi=120)
+    drawn.seek(0)
+    with Image.open(drawn) as image:
+        image.convert("RGB").quantize(colors=colors).save(path, optimize=True)
 
 
 def write_markdown(path: str, lines: list[str]) -> None:

@@ -32,6 +32,7 @@ CPU-sized training (see ``drafters/smollm2-135m-instruct/recipe-cpu.sh``):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -156,8 +157,12 @@ PRECISIONS = ("auto", "bf16", "fp32")
 NATIVE_BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 
 
+@functools.cache
 def cpu_has_native_bf16(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
-    """Whether this CPU computes bf16 dot products natively (Linux's flags; False where unreadable)."""
+    """Whether this CPU computes bf16 dot products natively (Linux's flags; False where unreadable).
+
+    Read once per path: every training step's autocast asks (:func:`train_autocast`).
+    """
     try:
         with open(cpuinfo_path, encoding="utf-8") as f:
             for line in f:
