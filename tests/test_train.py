@@ -5,6 +5,7 @@ import ast
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -277,6 +278,40 @@ def test_second_evaluation_shaped_sources_are_opt_in_varied_python_and_disjoint(
         os.path.join(SHARED_DATA, "gsm8k.jsonl")
     )
     assert overlapping_prompts(mix, evaluation) == []
+
+
+def test_library_completions_are_numpy_scipy_pandas_headers_disjoint_from_the_other_sources():
+    from sglang_dflash.train.data import library_completion_prompts
+
+    prompts = library_completion_prompts()
+    imports = {p.split("\n", 1)[0] for p in prompts}
+    assert {"import numpy as np", "from scipy import stats", "import pandas as pd"} <= imports
+    assert len(prompts) > 500 and sum(">>> " in p for p in prompts) > 400
+    for prompt in prompts:  # an import, a header and its docstring: valid Python, no private names
+        tree = ast.parse(prompt)
+        assert not tree.body[-1].name.startswith("_") and len(prompt) <= 1500
+    mix = builtin_prompts(sources=("library-completions",))
+    assert sorted(mix) == sorted(set(prompts))
+    others = builtin_prompts(sources=("code-completions", "package-completions"))
+    assert not set(mix) & (set(others) | set(builtin_prompts()))
+    evaluation = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl"))
+    assert overlapping_prompts(mix, evaluation) == []
+
+
+def test_chain_problems_are_longer_stories_from_every_template_disjoint_from_gsm8k():
+    from sglang_dflash.train.data import _CHAIN_STORY_TEMPLATES, chain_problems, story_problems
+
+    stories = chain_problems(400)
+    assert len(set(stories)) > 390 and "{" not in "".join(stories)
+    fragments = [max(re.split(r"\{\w+\}", t), key=len) for t in _CHAIN_STORY_TEMPLATES]
+    assert len(fragments) == 40 and all(any(f in story for story in stories) for f in fragments)
+    # Longer than the earlier stories: more sentences for the quantities to pass through.
+    sentences = statistics.mean(story.count(". ") + story.count("? ") + 1 for story in stories)
+    assert sentences > statistics.mean(s.count(". ") + s.count("? ") + 1 for s in story_problems(400)) + 0.5
+    mix = builtin_prompts(sources=("chain-problems",))
+    assert len(mix) == 1000 and not set(mix) & set(builtin_prompts(sources=("story-problems",)))
+    gsm8k = read_prompts(os.path.join(SHARED_DATA, "gsm8k.jsonl"))
+    assert overlapping_prompts(mix, gsm8k) == []
 
 
 # ------------------------------------------------------------------ CPU recipe: feature store, cheaper loss

@@ -26,6 +26,13 @@ drafts per block on its training mix against 0.95 / 0.75 on HumanEval's / GSM8K'
 - ``story-problems``: GSM8K-shaped stories from 44 further templates (rates, percentages, ratios,
   change, averages, areas, schedules, wages), with their own names and numbers.
 
+A third, once those were learned too:
+
+- ``library-completions``: the same shape from numpy's, scipy's and pandas' documented public
+  functions (their summaries and ``>>>`` examples: array and statistics code).
+- ``chain-problems``: longer GSM8K-shaped stories from 40 further templates, three to five
+  sentences whose quantities feed each other (unit conversions, fractions of what is left).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -41,13 +48,22 @@ import os
 import random
 import re
 import textwrap
-from collections.abc import Iterable, Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import torch
 from tqdm import tqdm
 
 DEFAULT_SOURCES = ("stdlib-functions", "coding-tasks", "math-word-problems", "concepts")
-SOURCES = (*DEFAULT_SOURCES, "code-completions", "word-problems", "package-completions", "story-problems")
+SOURCES = (
+    *DEFAULT_SOURCES,
+    "code-completions",
+    "word-problems",
+    "package-completions",
+    "story-problems",
+    "library-completions",
+    "chain-problems",
+)
 
 # Prompt-mix tables: kept compact on purpose (one idea per line, not one word per line).
 # fmt: off
@@ -287,9 +303,39 @@ def _summary_and_examples(doc: str, max_example_lines: int = 12) -> tuple[str, s
     return summary, ""
 
 
+def _completion_prompt(name: str, fn, import_line: str, max_chars: int) -> str | None:
+    """A HumanEval-shaped prompt for a documented function ``fn`` under ``name``: the import, the
+    header, and a docstring of the summary and the ``>>>`` examples; None when it has no stable
+    signature or docstring, or the prompt is longer than ``max_chars`` or not valid Python."""
+    documented = _documented_signature(fn)
+    if documented is None:
+        return None
+    signature, doc = documented
+    # networkx's dispatcher adds its backend parameters to every public signature.
+    signature = signature.replace("(*, backend=None, **backend_kwargs)", "()")
+    signature = signature.replace(", *, backend=None, **backend_kwargs", "")
+    signature = signature.replace(", backend=None, **backend_kwargs", "")
+    summary, examples = _summary_and_examples(doc.replace('"""', "'''"))
+    body = summary + ("\n\n" + examples if examples else "")
+    body = textwrap.indent(body, "    ").lstrip()
+    prompt = f'{import_line}\n\n\ndef {name}{signature}:\n    """ {body}\n    """\n'
+    return prompt if len(prompt) <= max_chars and _parses(prompt) else None
+
+
+def _parses(source: str) -> bool:
+    """Whether ``source`` is valid Python (a docstring's ``\\x`` that is not an escape is not)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)  # "invalid escape sequence": still Python
+        try:
+            ast.parse(source)
+        except SyntaxError:
+            return False
+    return True
+
+
 def package_completion_prompts(max_chars: int = 1500) -> list[str]:
-    """HumanEval-shaped prompts from documented functions of third-party packages (``_PACKAGE_ROOTS``):
-    the import, the header, and a docstring of the summary and the ``>>>`` examples."""
+    """HumanEval-shaped prompts (:func:`_completion_prompt`) from documented functions of
+    third-party packages (``_PACKAGE_ROOTS``, walked with their submodules)."""
     prompts: list[str] = []
     seen: set[object] = set()
     for root, import_line in _PACKAGE_ROOTS:
@@ -298,26 +344,65 @@ def package_completion_prompts(max_chars: int = 1500) -> list[str]:
         except ImportError:  # the package is not installed here
             continue
         for module in modules:
-            for name, fn in sorted(vars(module).items()):
-                if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != module.__name__:
-                    continue
-                if fn in seen:
-                    continue
-                seen.add(fn)
-                documented = _documented_signature(fn)
-                if documented is None:
-                    continue
-                signature, doc = documented
-                # networkx's dispatcher adds its backend parameters to every public signature.
-                signature = signature.replace("(*, backend=None, **backend_kwargs)", "()")
-                signature = signature.replace(", *, backend=None, **backend_kwargs", "")
-                signature = signature.replace(", backend=None, **backend_kwargs", "")
-                summary, examples = _summary_and_examples(doc.replace('"""', "'''"))
-                body = summary + ("\n\n" + examples if examples else "")
-                body = textwrap.indent(body, "    ").lstrip()
-                prompt = f'{import_line}\n\n\ndef {name}{signature}:\n    """ {body}\n    """\n'
-                if len(prompt) <= max_chars:
-                    prompts.append(prompt)
+            prompts += _module_prompts(
+                module, import_line, lambda fn, m=module: fn.__module__ == m.__name__, seen, max_chars
+            )
+    return prompts
+
+
+def _module_prompts(
+    module, import_line: str, owned: Callable[[object], bool], seen: set[object], max_chars: int
+) -> list[str]:
+    """:func:`_completion_prompt` of each public function of ``module`` that ``owned`` accepts and
+    ``seen`` does not hold yet (added to it), in name order."""
+    prompts = []
+    for name, fn in sorted(vars(module).items()):
+        if name.startswith("_") or not inspect.isfunction(fn) or fn in seen or not owned(fn):
+            continue
+        seen.add(fn)
+        prompt = _completion_prompt(name, fn, import_line, max_chars)
+        if prompt is not None:
+            prompts.append(prompt)
+    return prompts
+
+
+# Public modules for ``library-completions``: (module, import line).  Not walked (importing every
+# submodule of numpy runs f2py's command line); a function counts when the module defines it
+# itself or in one of its private submodules (scipy.stats' live in scipy.stats._stats_py).
+_LIBRARY_MODULES = (
+    ("numpy", "import numpy as np"),
+    ("numpy.linalg", "import numpy as np"),
+    ("numpy.polynomial.polynomial", "from numpy.polynomial import polynomial as P"),
+    ("scipy.stats", "from scipy import stats"),
+    ("scipy.signal", "from scipy import signal"),
+    ("scipy.optimize", "from scipy import optimize"),
+    ("scipy.interpolate", "from scipy import interpolate"),
+    ("scipy.linalg", "from scipy import linalg"),
+    ("scipy.spatial.distance", "from scipy.spatial import distance"),
+    ("scipy.ndimage", "from scipy import ndimage"),
+    ("scipy.integrate", "from scipy import integrate"),
+    ("scipy.special", "from scipy import special"),
+    ("pandas", "import pandas as pd"),
+)
+
+
+def library_completion_prompts(max_chars: int = 1500) -> list[str]:
+    """HumanEval-shaped prompts (:func:`_completion_prompt`) from the documented public functions of
+    numpy, scipy and pandas (``_LIBRARY_MODULES``), in module and name order."""
+    prompts: list[str] = []
+    seen: set[object] = set()
+    for module_name, import_line in _LIBRARY_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # the package is not installed here
+            continue
+        prompts += _module_prompts(
+            module,
+            import_line,
+            lambda fn, m=module_name: fn.__module__ == m or fn.__module__.startswith(m + "._"),
+            seen,
+            max_chars,
+        )
     return prompts
 
 
@@ -618,10 +703,116 @@ def _story_values(rng: random.Random) -> dict[str, int | str]:
     return values
 
 
+def _template_stories(templates: Sequence[str], count: int, rng_seed: int) -> list[str]:
+    """``count`` stories, each a random template of ``templates`` filled by :func:`_story_values`."""
+    rng = random.Random(rng_seed)
+    return [rng.choice(templates).format(**_story_values(rng)) for _ in range(count)]
+
+
 def story_problems(count: int, seed: int = 0) -> list[str]:
     """GSM8K-shaped stories from ``_MORE_STORY_TEMPLATES`` (no instruction appended)."""
-    rng = random.Random(seed + 11)
-    return [rng.choice(_MORE_STORY_TEMPLATES).format(**_story_values(rng)) for _ in range(count)]
+    return _template_stories(_MORE_STORY_TEMPLATES, count, seed + 11)
+
+
+# Longer GSM8K-shaped stories (``chain-problems``): three to five sentences whose quantities feed
+# each other (the last answer needs every earlier one), units to convert, fractions of what is
+# left; every slot is filled by :func:`_story_values`.
+# fmt: off
+_CHAIN_STORY_TEMPLATES = (
+    "{a} is making lemonade for a school fair. Each pitcher needs {y} lemons and {z} cups of sugar. "
+    "Lemons cost ${q} each and a bag of sugar with {x} cups costs ${p}. {a} makes {w} pitchers. How "
+    "much do the lemons and sugar cost if {a} has to buy whole bags of sugar?",
+    "A bookshop received {x}0 new books on Monday. It sold a quarter of them on Tuesday and {y} more "
+    "on Wednesday. On Thursday another {z}0 books arrived. How many new books does the shop have at "
+    "the end of Thursday?",
+    "{a} practices the piano for {m} minutes every weekday and twice as long on Saturday and Sunday. "
+    "How many hours does {a} practice in {w} weeks?",
+    "{a} has a {x}0-page novel. {a} read {y}0 pages last week and plans to read the rest over the "
+    "next {z} days, the same number of pages each day. How many pages a day is that?",
+    "A family drives {x}0 kilometers to visit {b}. Their car uses {y} liters of fuel for every 100 "
+    "kilometers, and fuel costs ${q} per liter. How much does fuel for the round trip cost?",
+    "{a} buys {w} packs of stickers with {x} stickers in each pack. {a} gives {y} stickers to each of "
+    "{z} friends and puts half of what is left in an album. How many stickers are not in the album?",
+    "A gym charges a ${p}0 sign-up fee and ${x} a month. Another gym has no sign-up fee but charges "
+    "${y} more each month. Which gym is cheaper over {w} months, and by how much?",
+    "{a}'s team scored {x} points in the first game, {y} more points in the second game than in the "
+    "first, and half as many in the third game as in the second. How many points did the team "
+    "score in the three games?",
+    "A baker uses {y} eggs for each cake and {z} eggs for each batch of muffins. On Saturday the baker "
+    "makes {w} cakes and {h} batches of muffins. Eggs come in cartons of a dozen. How many cartons "
+    "does the baker open?",
+    "{a} earns ${p} an hour babysitting. This month {a} babysat {y} hours each weekend for {z} "
+    "weekends and spent ${x} of the money on a jacket. How much of the money is left?",
+    "A garden center sells {x}0 plants in spring. In summer it sells {pct}% fewer plants than in "
+    "spring, and in autumn it sells {y}0 more than in summer. How many plants does it sell in the "
+    "three seasons?",
+    "{a} has ${x} and saves ${y} every week. {b} has ${x}0 and saves ${z} every week. After {w} weeks "
+    "they put their money together to buy a ${bill} bike. How much money is left over?",
+    "A school has {w} classes with {x} students each. Every student needs {y} notebooks, and notebooks "
+    "come in packs of {slices}. How many packs must the school buy?",
+    "{a} walks the dog for {m} minutes in the morning and {y}0 minutes in the evening. {b} walks the "
+    "same dog for half an hour at noon. How many hours is the dog walked in a week?",
+    "A farmer plants {x} rows of corn with {y}0 plants in each row. Each plant gives {z} ears of corn, "
+    "and the farmer sells the corn in bags of a dozen ears for ${p} a bag. How much money does the "
+    "farmer make?",
+    "{a} bought {y} shirts for ${x} each and {z} pairs of jeans that cost twice as much as a shirt. "
+    "The store gave {a} a {pct}% discount on the whole purchase. How much did {a} pay?",
+    "A tank holds {x}0 liters of water. On Monday {pct}% of the water is used, and on Tuesday {y}0 "
+    "liters more are used. Then the tank is filled with {z}0 liters. How much water is in it now?",
+    "{a} is {y} years older than {b}. {c} is twice as old as {b}. If {b} is {x} years old, what is "
+    "the sum of the three ages in {w} years?",
+    "A bus leaves the station at {t}:{m} and makes {y} stops. It spends {z} minutes at each stop and "
+    "drives for {h}0 minutes in all. At what time does it reach the last stop?",
+    "{a} runs a lemonade stand. Each cup sells for ${q} and costs {a} half a dollar to make. On "
+    "Friday {a} sold {x} cups and on Saturday {y} times as many. What was {a}'s profit over the two "
+    "days?",
+    "A box of {x} crayons is shared among {a}, {b} and {c}. {a} takes a third of them, {b} takes "
+    "{y} crayons, and {c} takes half of what is left. How many crayons remain in the box?",
+    "{a} wants to paint a fence that is {x}0 meters long. {a} paints {y} meters an hour, and {b} "
+    "paints {z} meters an hour. If they paint together, how many hours will the fence take?",
+    "A theater sells {x}0 adult tickets at ${p} each and {y}0 child tickets at half that price. It "
+    "pays ${z}00 for the show. How much money does the theater keep?",
+    "{a} has ${x}0 in a savings account. Each month {a} adds ${y}0 and takes out ${z}. How much "
+    "money is in the account after {w} months?",
+    "A recipe makes {y} dozen cookies with {z} cups of flour. {a} needs {x}0 cookies for a party and "
+    "flour comes in {slices}-cup bags. How many bags of flour does {a} need?",
+    "{a} downloads a {x}00-megabyte game at {y} megabytes per second. The download pauses for {m} "
+    "seconds halfway through. How many seconds does the download take in all?",
+    "A hotel has {x} floors with {y}0 rooms on each floor. On Friday {pct}% of the rooms were booked, "
+    "and each booked room paid ${p}0. How much did the hotel take in that night?",
+    "{a} swims {y}0 laps of a {z}5-meter pool every day for {w} days. {b} swims the same total "
+    "distance in {h} days. How many meters does {b} swim each day?",
+    "{a} collects stamps. {a} had {x} stamps, bought {y} packs of {z}0 stamps, and then gave a fifth "
+    "of all the stamps to {b}. How many stamps does {a} have now?",
+    "A pet shop has {x} fish tanks. Each tank holds {y} fish, and each fish eats {z} grams of food a "
+    "day. A tub of fish food holds {w}00 grams. How many days does one tub last?",
+    "{a} earns ${x}0 a day and works {y} days a week. {a} pays {pct}% of the earnings in tax and "
+    "spends ${p}0 a week on food. How much does {a} have left each week?",
+    "On a field trip, {w} buses each carry {x} students and {y} teachers. At the museum every group "
+    "of {slices} people needs one guide. How many guides are needed?",
+    "{a} is reading a series of {y} books with {x}0 pages each. {a} has finished {z} of the books and "
+    "reads {h}0 pages a day. How many more days will {a} need to finish the series?",
+    "A fruit stand buys {x}0 apples for ${p}0 and sells them for ${q} each. {pct}% of the apples "
+    "spoil before they are sold. How much profit does the stand make on the rest?",
+    "{a} and {b} are {x}0 kilometers apart and cycle toward each other. {a} rides at {y} kilometers "
+    "per hour and {b} at {z} kilometers per hour. How many hours pass before they meet?",
+    "{a} makes bracelets with {y}0 beads each. Beads come in bags of {x}0 that cost ${q} each. {a} "
+    "wants to make {w} bracelets and sell them for ${p} each. What is {a}'s profit?",
+    "A printer prints {x} pages a minute. {a} prints {y} copies of a {z}0-page report and then {w} "
+    "copies of a {h}-page letter. How many minutes does the printer run?",
+    "{a} buys a used car for ${x}00 and pays ${y}0 a month for insurance and ${z}0 a month for fuel. "
+    "How much has the car cost {a} after {w} months?",
+    "A classroom has {x} desks in rows of {y}. The teacher adds {z} more rows of the same size and "
+    "then removes {w} desks. How many desks are in the classroom?",
+    "{a} keeps {x} chickens. Each chicken lays {y} eggs a week. {a} keeps {z} eggs a week for the "
+    "family and sells the rest at ${p} a dozen. How much does {a} earn in {w} weeks?",
+)
+# fmt: on
+
+
+def chain_problems(count: int, seed: int = 0) -> list[str]:
+    """Longer GSM8K-shaped stories from ``_CHAIN_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_CHAIN_STORY_TEMPLATES, count, seed + 13)
 
 
 def builtin_prompts(
@@ -646,6 +837,10 @@ def builtin_prompts(
         pool += package_completion_prompts()
     if "story-problems" in sources:
         pool += story_problems(1200, seed)
+    if "library-completions" in sources:
+        pool += library_completion_prompts()
+    if "chain-problems" in sources:
+        pool += chain_problems(1000, seed)
     if "math-word-problems" in sources:
         pool += math_word_problems(max(1000, (count or 0) - len(pool)), seed)
     pool = list(dict.fromkeys(pool))
