@@ -399,7 +399,7 @@ def library_completion_prompts(max_chars: int = 1500) -> list[str]:
         prompts += _module_prompts(
             module,
             import_line,
-            lambda fn, m=module_name: fn.__module__ == m or fn.__module__.startswith(m + "._"),
+            lambda fn, m=module_name: (fn.__module__ or "").partition("._")[0] == m,
             seen,
             max_chars,
         )
