@@ -298,20 +298,41 @@ def test_library_completions_are_numpy_scipy_pandas_headers_disjoint_from_the_ot
     assert overlapping_prompts(mix, evaluation) == []
 
 
-def test_chain_problems_are_longer_stories_from_every_template_disjoint_from_gsm8k():
-    from sglang_dflash.train.data import _CHAIN_STORY_TEMPLATES, chain_problems, story_problems
+@pytest.mark.parametrize(
+    "source, templates_name, make_name",
+    [
+        ("chain-problems", "_CHAIN_STORY_TEMPLATES", "chain_problems"),
+        ("compare-problems", "_COMPARE_STORY_TEMPLATES", "compare_problems"),
+    ],
+)
+def test_template_story_sources_use_every_template_and_stay_disjoint_from_gsm8k(
+    source, templates_name, make_name
+):
+    from sglang_dflash.train import data
 
-    stories = chain_problems(400)
+    templates, make = getattr(data, templates_name), getattr(data, make_name)
+    stories = make(400)
     assert len(set(stories)) > 390 and "{" not in "".join(stories)
-    fragments = [max(re.split(r"\{\w+\}", t), key=len) for t in _CHAIN_STORY_TEMPLATES]
+    fragments = [max(re.split(r"\{\w+\}", t), key=len) for t in templates]
     assert len(fragments) == 40 and all(any(f in story for story in stories) for f in fragments)
-    # Longer than the earlier stories: more sentences for the quantities to pass through.
-    sentences = statistics.mean(story.count(". ") + story.count("? ") + 1 for story in stories)
-    assert sentences > statistics.mean(s.count(". ") + s.count("? ") + 1 for s in story_problems(400)) + 0.5
-    mix = builtin_prompts(sources=("chain-problems",))
-    assert len(mix) == 1000 and not set(mix) & set(builtin_prompts(sources=("story-problems",)))
+    mix = builtin_prompts(sources=(source,))
+    assert len(mix) >= 990
+    others = [
+        s for s in ("word-problems", "story-problems", "chain-problems", "compare-problems") if s != source
+    ]
+    assert not set(mix) & set(builtin_prompts(sources=others))
     gsm8k = read_prompts(os.path.join(SHARED_DATA, "gsm8k.jsonl"))
     assert overlapping_prompts(mix, gsm8k) == []
+
+
+def test_chain_problems_are_longer_than_story_problems():
+    from sglang_dflash.train.data import chain_problems, story_problems
+
+    def sentences(stories):
+        return statistics.mean(story.count(". ") + story.count("? ") + 1 for story in stories)
+
+    # More sentences for the quantities to pass through.
+    assert sentences(chain_problems(400)) > sentences(story_problems(400)) + 0.5
 
 
 # ------------------------------------------------------------------ CPU recipe: feature store, cheaper loss
@@ -523,26 +544,54 @@ def test_tau_measurement_resumes_from_finished_batches(corpus, trained, tmp_path
 def test_acceptance_curve_chains_warm_started_runs(tmp_path):
     from sglang_dflash.train import curve
 
-    def log(name, steps, accepts):
-        path = tmp_path / f"{name}.jsonl"
+    def log(name, steps, accepts, seconds_per_step=None, threads=None):
+        folder = tmp_path / name
+        folder.mkdir()
         rows = [{"step": s, "heldout_accept": a, "blocks": (s + 1) * 256} for s, a in zip(steps, accepts)]
+        if seconds_per_step is not None:
+            for row in rows:
+                row["seconds"] = (row["step"] + 1) * seconds_per_step
+        if threads is not None:
+            (folder / "train_summary.json").write_text(json.dumps({"config": {"threads": threads}}))
+        path = folder / "train_log.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         return str(path)
 
-    first, second = log("first", [0, 49, 99], [0.1, 0.3, 0.5]), log("second", [0, 59], [0.5, 0.7])
+    first = log("first", [0, 49, 99], [0.1, 0.3, 0.5], seconds_per_step=36)
+    second = log("second", [0, 59], [0.5, 0.7], seconds_per_step=18, threads=2)
     tau = tmp_path / "tau-set.json"
     tau.write_text(json.dumps({"mean_tau": 1.6, "prompts": 3}))
     chained = curve.chain_runs([(first, []), (second, [str(tau)])])
-    assert [offset for offset, _ in chained] == [0, 100]
+    assert [offset for offset, _, _ in chained] == [0, 100]
+    assert chained[1][2] == [101, 160]
     assert [r["heldout_accept"] for r in chained[1][1]] == [0.5, 0.7]
+    # CPU-hours: the first run 100 steps x 36 s on one thread = 1 h; the second 60 x 18 s x 2 threads.
+    hours = curve.chain_runs([(first, []), (second, [str(tau)])], "cpu-hours")
+    assert [offset for offset, _, _ in hours] == [0, 1.0]
+    assert hours[1][2] == pytest.approx([1.01, 1.6])
     out = tmp_path / "curve.png"
     assert curve.main(["--run", first, "--run", second, str(tau), "--out", str(out)]) == 0
     assert out.read_bytes()[:4] == b"\x89PNG"
+    hours_png = tmp_path / "hours.png"
+    assert (
+        curve.main(
+            ["--run", first, str(tau), "--run", second, str(tau), "--cpu-hours", "--out", str(hours_png)]
+        )
+        == 0
+    )
+    assert hours_png.read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(SystemExit):
         curve.main(["--log", first, "--run", second, "--out", str(out)])
+    with pytest.raises(SystemExit):
+        curve.main(["--log", first, "--cpu-hours", "--final-step", "9", "--out", str(out)])
+    with pytest.raises(ValueError, match="axis is 'tokens'"):
+        curve.chain_runs([(first, [])], "tokens")
     (tmp_path / "bare.jsonl").write_text(json.dumps({"step": 0, "loss": 1.0}) + "\n")
     with pytest.raises(ValueError, match="no row has heldout_accept"):
         curve.chain_runs([(str(tmp_path / "bare.jsonl"), [])])
+    (tmp_path / "untimed.jsonl").write_text(json.dumps({"step": 0, "heldout_accept": 0.2}) + "\n")
+    with pytest.raises(ValueError, match="no seconds"):
+        curve.chain_runs([(str(tmp_path / "untimed.jsonl"), [])], "cpu-hours")
 
 
 def test_gen_data_refuses_unknown_sources_and_sources_with_prompts(capsys, tmp_path):

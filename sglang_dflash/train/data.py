@@ -33,6 +33,12 @@ A third, once those were learned too:
 - ``chain-problems``: longer GSM8K-shaped stories from 40 further templates, three to five
   sentences whose quantities feed each other (unit conversions, fractions of what is left).
 
+And a fourth story source:
+
+- ``compare-problems``: GSM8K-shaped comparisons from 40 further templates: two or three people,
+  shops or plans measured on the same quantities, the question asking for a difference, a ratio
+  or which one wins and by how much.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -63,6 +69,7 @@ SOURCES = (
     "story-problems",
     "library-completions",
     "chain-problems",
+    "compare-problems",
 )
 
 # Prompt-mix tables: kept compact on purpose (one idea per line, not one word per line).
@@ -815,6 +822,107 @@ def chain_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_CHAIN_STORY_TEMPLATES, count, seed + 13)
 
 
+# GSM8K-shaped comparisons (``compare-problems``): two or three people, shops or plans measured
+# on the same quantities, the question asking for a difference, a ratio or which one wins and by
+# how much; prices in dollars and cents, durations in hours and minutes.
+# fmt: off
+_COMPARE_STORY_TEMPLATES = (
+    "{a} walks {y} kilometers every day. {b} walks {z} kilometers more than {a} on weekdays and "
+    "nothing on weekends. Who walks farther in a week, and by how many kilometers?",
+    "Shop A sells a notebook for ${q}.{m} and Shop B sells a pack of {y} of the same notebooks for "
+    "${x}. {a} needs {w} packs' worth of notebooks. How much does {a} save by buying at the cheaper "
+    "shop?",
+    "{a} has {x} marbles, {b} has {y} times as many as {a}, and {c} has {z}0 fewer than {b}. How "
+    "many more marbles does {c} have than {a}?",
+    "{a} scored {s1}, {s2} and {s3} on three tests. {b}'s average on the same tests was {avg}. "
+    "Whose average is higher, and by how many points?",
+    "{a}'s phone plan costs ${x} a month plus ${q} for every gigabyte over {y}. {b}'s plan costs "
+    "${p}0 a month with no extra charges. Last month {a} used {h}0 gigabytes. Who paid more, and "
+    "how much more?",
+    "A red car travels {x}0 kilometers on {y} liters of fuel. A blue car travels {z}0 kilometers on "
+    "{w} liters. Which car uses less fuel to travel {h}00 kilometers, and how many liters does it "
+    "save?",
+    "{a} spends {m} minutes on homework each weekday and {h} hours on Saturday. {b} spends {t}0 "
+    "minutes every day of the week. Who spends more time on homework in a week, and by how many "
+    "minutes?",
+    "A bakery sold {x} muffins on Monday and {pct}% more on Tuesday. A café nearby sold {y}0 "
+    "muffins on each of the two days. How many more muffins did the bakery sell than the café?",
+    "{a} is {x} years old. {b} is {y} years younger than {a}, and {c} is three times as old as {b}. "
+    "How many years older is {c} than {a}?",
+    "A small pizza has {slices} slices and costs ${p}. A large pizza has twice as many slices and "
+    "costs ${x}. For {w}0 slices, how much cheaper is it to buy only large pizzas than only small "
+    "ones?",
+    "{a} reads {y}0 pages a day and {b} reads {z}0 pages a day. They both start a {x}00-page book "
+    "on the same day. How many days after {b} finishes does {a} finish?",
+    "Team Red has {w} players who each score {y} points a game. Team Blue has {h} players who each "
+    "score {z} points a game. Over {x} games, which team scores more, and by how many points?",
+    "{a} earns ${p} an hour and works {hours} hours a week. {b} earns a salary of ${x}00 a week. "
+    "Who earns more in {w} weeks, and by how much?",
+    "A train covers {x}0 kilometers in {y} hours. A bus covers the same distance at {z}0 "
+    "kilometers per hour. How much longer, in minutes, does the bus take?",
+    "{a} bought {y} shirts at ${x} each with a {pct}% discount. {b} bought the same shirts at "
+    "another store for ${p} less each, without a discount. Who paid less, and by how much?",
+    "{a}'s garden is {x} meters long and {y} meters wide. {b}'s garden is {z} meters longer and "
+    "{w} meters narrower. Whose garden has the larger area, and by how many square meters?",
+    "A school raised ${x}0 in a bake sale and {y} times as much in a fun run. The year before it "
+    "raised ${z}00 in all. How much more did it raise this year?",
+    "{a} saves ${y} every week and {b} saves ${z} every week, but {b} started with ${x}. After how "
+    "many weeks will {a} have saved more than {b}, if {a} saves more each week?",
+    "A large bottle holds {x} liters of juice and costs ${p}. A small bottle holds half a liter "
+    "and costs ${q}.{m}. What is the difference in cost per liter between the small and the large "
+    "bottles?",
+    "{a} runs {y} laps of a {x}00-meter track, and {b} runs {z} kilometers on the road. Who runs "
+    "farther, and by how many meters?",
+    "Farm A has {x} cows that give {y} liters of milk a day each. Farm B has {w} fewer cows that "
+    "each give {z} liters more. Which farm produces more milk in a week, and by how much?",
+    "{a} takes {m} minutes to bike to school and {b} takes {h} times as long to walk. If school "
+    "starts at {t}:00, how much earlier than {a} must {b} leave home?",
+    "A game costs ${x} at full price. Store A takes {pct}% off, and Store B takes ${y} off and "
+    "then another ${z} off at the register. Which store is cheaper, and by how much?",
+    "{a} has {x} stickers and {b} has {y}0. {b} gives {a} {z} stickers every day. After {w} days, "
+    "how many more stickers does the one with more have?",
+    "A plumber charges ${p}0 for a visit plus ${x} an hour. An electrician charges ${y}0 an hour "
+    "with no visit fee. For a {z}-hour job, which one costs less, and how much less?",
+    "{a}'s class has {x} students and {pct}% of them walk to school. {b}'s class has {y}0 students "
+    "and {w} of them walk. Which class has more walkers, and by how many?",
+    "{a} drinks {y} glasses of water a day and {b} drinks {z} more. A glass holds {m}0 "
+    "milliliters. How many liters more does {b} drink in {w} weeks?",
+    "The morning shift at a factory packs {x}0 boxes an hour for {t} hours. The evening shift packs "
+    "{y}0 boxes an hour for {z} hours. How many more boxes does one shift pack than the other?",
+    "{a} has ${x}. {b} has ${y} more than half of what {a} has. {c} has twice as much as {b}. How "
+    "much more money does {c} have than {a}?",
+    "A cinema sells {x}0 tickets on Friday at ${p} each and {y}0 on Saturday at ${q} more each. "
+    "How much more money does it take in on Saturday than on Friday?",
+    "{a} plants {y} rows of {x} tomato plants and {b} plants {z} rows of {w}0 pepper plants. Each "
+    "tomato plant gives {h} tomatoes. Who has more plants, and how many tomatoes does {a} harvest?",
+    "{a}'s commute is {y}0 minutes each way on {w} days a week. {b} works from home {z} days a "
+    "week and commutes {m} minutes each way on the other days. How many hours more does {a} "
+    "commute in a month of 4 weeks?",
+    "A printer prints {x} pages a minute and a newer one prints {y} more pages a minute. How many "
+    "minutes does the newer printer save on a job of {z}00 pages?",
+    "{a} buys {w} bags of apples with {x} apples in each. {b} buys {y}0 loose apples. They give "
+    "away {z} apples each. How many more apples does the one with more have left?",
+    "Gym A charges ${x} a month. Gym B charges ${y} a visit. {a} goes to the gym {z} times a week. "
+    "Which gym is cheaper for {a} over {w} weeks, and by how much?",
+    "{a} typed {x} words a minute last year and types {pct}% faster now. {b} types {y}0 words a "
+    "minute. How many more words can the faster typist type in {m} minutes?",
+    "A rectangular pool is {x} meters by {y} meters and a round pool is {z} meters across. Using "
+    "3.14 for pi, which pool has the larger surface, and by how many square meters?",
+    "{a} sold {x} raffle tickets, {b} sold {y} more than {a}, and {c} sold half as many as {a} and "
+    "{b} together. How many tickets did the three sell, and who sold the most?",
+    "{a}'s rent is ${x}00 a month and rises {pct}% next year. {b}'s rent is ${y}00 a month and "
+    "stays the same. Next year, whose rent is higher, and by how much a year?",
+    "A cyclist rides {x} kilometers an hour for {y} hours and a runner runs {z} kilometers an hour "
+    "for {w} hours. How many times farther does the cyclist go?",
+)
+# fmt: on
+
+
+def compare_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped comparison stories from ``_COMPARE_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_COMPARE_STORY_TEMPLATES, count, seed + 17)
+
+
 def builtin_prompts(
     count: int | None = None, seed: int = 0, sources: Sequence[str] = DEFAULT_SOURCES
 ) -> list[str]:
@@ -841,6 +949,8 @@ def builtin_prompts(
         pool += library_completion_prompts()
     if "chain-problems" in sources:
         pool += chain_problems(1000, seed)
+    if "compare-problems" in sources:
+        pool += compare_problems(1000, seed)
     if "math-word-problems" in sources:
         pool += math_word_problems(max(1000, (count or 0) - len(pool)), seed)
     pool = list(dict.fromkeys(pool))
