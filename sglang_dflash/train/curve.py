@@ -52,7 +52,11 @@ AXES = ("steps", "cpu-hours")
 
 
 def training_threads(log_path: str) -> int:
-    """The training threads of the run whose log this is: ``train_summary.json`` beside it, 1 without."""
+    """The training threads of the run whose log this is, from the ``train_summary.json`` beside it.
+
+    1 without that file or where the run left the thread count to torch (``threads`` unset): its
+    CPU-hours are then a lower bound.
+    """
     summary = os.path.join(os.path.dirname(log_path), "train_summary.json")
     if not os.path.exists(summary):
         return 1
