@@ -681,7 +681,7 @@ _STORY_NAMES = ("Abdul", "Beatriz", "Carmen", "Diego", "Emma", "Farid", "Grace",
 
 
 def _story_values(rng: random.Random) -> dict[str, int | str]:
-    """Names and numbers for every slot of ``_MORE_STORY_TEMPLATES``."""
+    """Names and numbers for every slot of the story templates (story, chain and compare problems)."""
     a, b, c = rng.sample(_STORY_NAMES, 3)
     scores = [rng.randint(60, 100) for _ in range(3)]
     values: dict[str, int | str] = dict(
