@@ -8,11 +8,12 @@ its own round.
 
 Modes: ``plain``; ``dflash`` (the whole block); ``adaptive`` (``--speculative-adaptive``, default
 config); ``w<k>`` or ``w<k>+<k>...`` (DFLASH verifying only those widths: the adaptive policy with
-that width set).  Every DFLASH mode uses the drafter's hot vocabulary when ``--token-map`` is given
-and writes its ``SGLANG_DFLASH_PROFILE`` phases next to the results (a row keeps the steps each
-verify width ran).  ``--cores`` are the server's OpenMP cores (``SGLANG_CPU_OMP_THREADS_BIND``;
-run the script under ``taskset`` with the same cores).  Greedy output of every mode is
-checked against plain decoding's.
+that width set, no exploration); ``adaptive:<k>+<k>...`` (the default policy, exploration included,
+choosing among those widths). Every DFLASH mode uses the drafter's hot vocabulary when
+``--token-map`` is given and writes its ``SGLANG_DFLASH_PROFILE`` phases next to the results (a row
+keeps the steps each verify width ran). ``--cores`` are the server's OpenMP cores
+(``SGLANG_CPU_OMP_THREADS_BIND``; run the script under ``taskset`` with the same cores). Greedy
+output of every mode is checked against plain decoding's.
 
     SGLANG_DFLASH_SGL_KERNEL_STANDIN=1 PYTHONPATH=tests/cpu_host taskset -c 0 \\
       python bench/same_load.py --modes plain,adaptive,w4 --rounds 3 --out bench/results/<run>/same-load
@@ -53,10 +54,18 @@ def mode_flags(mode: str, drafter: str, token_map: str | None) -> list[str]:
         return flags
     if mode == "adaptive":
         return flags + ["--speculative-adaptive"]
-    widths = mode[1:].split("+") if mode.startswith("w") else []
+    # w<k>+<k>: only those widths, no exploration; adaptive:<k>+<k>: the default policy, those widths.
+    explore = mode.startswith("adaptive:")
+    widths = mode.split(":", 1)[1] if explore else mode[1:] if mode.startswith("w") else ""
+    widths = widths.split("+") if widths else []
     if not widths or not all(w.isdigit() and int(w) >= 1 for w in widths):
-        raise SystemExit(f"--modes: {mode!r} is unknown; expected plain, dflash, adaptive or w<k>[+<k>...]")
-    config = {"widths": [int(w) for w in widths], "explore_every": 1_000_000}
+        raise SystemExit(
+            f"--modes: {mode!r} is unknown; expected plain, dflash, adaptive, w<k>[+<k>...] "
+            "or adaptive:<k>[+<k>...]"
+        )
+    config: dict = {"widths": [int(w) for w in widths]}
+    if not explore:
+        config["explore_every"] = 1_000_000
     return flags + ["--speculative-adaptive", "--speculative-adaptive-config", json.dumps(config)]
 
 
@@ -78,7 +87,7 @@ def chat_prompts(model: str, path: str, offset: int, count: int) -> list[list[in
 def run_mode(args, mode: str, round_: int, prompts: list[list[int]]) -> tuple[dict, list]:
     """Start the mode's server, decode every prompt (``--concurrency`` in flight), stop it: one row and
     the outputs."""
-    tag = f"{mode}-{round_}"
+    tag = f"{mode.replace(':', '-')}-{round_}"  # no ':' in file names (other systems refuse it)
     env = {"SGLANG_CPU_OMP_THREADS_BIND": args.cores}
     profile = None
     if mode != "plain":
@@ -157,7 +166,9 @@ def write_report(out: str, rows: list[dict]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--modes", required=True, help="comma-separated: plain, dflash, adaptive, w<k>[+<k>...]"
+        "--modes",
+        required=True,
+        help="comma-separated: plain, dflash, adaptive, w<k>[+<k>...], adaptive:<k>[+<k>...]",
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--model", default=DEFAULT_MODEL)

@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import re
 
 import pytest
 
@@ -20,15 +21,20 @@ def same_load():
 def test_a_fixed_width_mode_is_the_adaptive_policy_with_that_width_set(same_load):
     flags = same_load.mode_flags("w4+8", "drafter", "map.pt")
     config = json.loads(flags[flags.index("--speculative-adaptive-config") + 1])
-    assert config["widths"] == [4, 8]
+    assert config == {"widths": [4, 8], "explore_every": 1_000_000}
     assert flags[flags.index("--speculative-token-map") + 1] == "map.pt"
     assert same_load.mode_flags("plain", "drafter", None) == []
     assert "--speculative-adaptive" not in same_load.mode_flags("dflash", "drafter", None)
 
 
-@pytest.mark.parametrize("mode", ["w", "w0", "wide", "eagle"])
+def test_an_adaptive_width_set_mode_keeps_the_default_exploration(same_load):
+    flags = same_load.mode_flags("adaptive:1+2+4", "drafter", None)
+    assert json.loads(flags[flags.index("--speculative-adaptive-config") + 1]) == {"widths": [1, 2, 4]}
+
+
+@pytest.mark.parametrize("mode", ["w", "w0", "wide", "eagle", "adaptive:", "adaptive:0+2", "adaptive:x"])
 def test_an_unknown_mode_is_refused_naming_it(same_load, mode):
-    with pytest.raises(SystemExit, match=f"--modes: '{mode}' is unknown"):
+    with pytest.raises(SystemExit, match=re.escape(f"--modes: '{mode}' is unknown")):
         same_load.mode_flags(mode, "drafter", None)
 
 

@@ -298,6 +298,44 @@ def test_library_completions_are_numpy_scipy_pandas_headers_disjoint_from_the_ot
     assert overlapping_prompts(mix, evaluation) == []
 
 
+def test_composed_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import composed_function_prompts
+
+    prompts = composed_function_prompts()
+    # 10 filters x 8 changes x 9 summaries over numbers, 7 x 6 x 4 over words + 7 word counts.
+    assert len(prompts) == 720 + 168 + 7 and prompts == composed_function_prompts()
+    names = []
+    for prompt in prompts:  # a typing import, a header and its docstring: valid Python
+        function = ast.parse(prompt).body[-1]
+        names.append(function.name)
+        assert 2 <= prompt.count(">>> ") <= 3
+    assert len(set(names)) == len(prompts)  # one task per combination, named after its parts
+
+    def examples(name):
+        prompt = next(p for p in prompts if f"def {name}(" in p)
+        found = re.findall(rf">>> {name}\((.*)\)\n\s+(.*)", prompt)
+        assert len(found) >= 2  # the checks below see every example
+        return [(ast.literal_eval(a), ast.literal_eval(r)) for a, r in found]
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for numbers, result in examples("sum_squared_even"):
+        assert result == sum(x * x for x in numbers if x % 2 == 0)
+    for numbers, result in examples("largest_last_digit_negative"):
+        assert result == max((abs(x) % 10 for x in numbers if x < 0), default=None)
+    for numbers, result in examples("mean_all"):
+        assert result == (round(sum(numbers) / len(numbers), 2) if numbers else 0.0)
+    for words, result in examples("joined_upper_vowel_initial"):
+        assert result == " ".join(w.upper() for w in words if w[0] in "aeiou")
+    sentence = "Return the sum of the squares of the even numbers in the list (0 if there are none)."
+    assert sentence in next(p for p in prompts if "def sum_squared_even(" in p)
+    mix = builtin_prompts(sources=("composed-functions",))
+    assert sorted(mix) == sorted(prompts)
+    others = builtin_prompts(sources=("code-completions", "package-completions", "library-completions"))
+    assert not set(mix) & set(others)
+    humaneval = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl"))
+    assert overlapping_prompts(mix, humaneval) == []
+
+
 @pytest.mark.parametrize(
     "source, templates_name, make_name, pool_size",
     [

@@ -39,6 +39,13 @@ And a fourth story source:
   shops or plans measured on the same quantities, the question asking for a difference, a ratio
   or which one wins and by how much.
 
+And a fourth code source:
+
+- ``composed-functions``: HumanEval-shaped tasks composed from parts: a filter, a per-item change
+  and a summary over a list of numbers or words (``sum_squared_even``: "Return the sum of the
+  squares of the even numbers in the list"), every combination once (895 tasks), with ``>>>``
+  examples computed by running the composed implementation.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -49,6 +56,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import itertools
 import json
 import os
 import random
@@ -70,6 +78,7 @@ SOURCES = (
     "library-completions",
     "chain-problems",
     "compare-problems",
+    "composed-functions",
 )
 
 # Prompt-mix tables: kept compact on purpose (one idea per line, not one word per line).
@@ -532,6 +541,129 @@ def code_completion_prompts(seed: int = 0) -> list[str]:
     return _bare_stdlib_completions() + _doctest_prompts(seed)
 
 
+# HumanEval-shaped tasks composed from parts (``composed-functions``): a filter, a per-item change
+# and a summary over a list, each a phrase of the docstring and a piece of the reference
+# implementation, so the pool is every combination (hundreds of distinct tasks, examples always right).
+# fmt: off
+_NUMBER_FILTERS = (  # (name part, noun phrase, keep)
+    ("even", "the even numbers in the list", lambda x: x % 2 == 0),
+    ("odd", "the odd numbers in the list", lambda x: x % 2 == 1),
+    ("positive", "the positive numbers in the list", lambda x: x > 0),
+    ("negative", "the negative numbers in the list", lambda x: x < 0),
+    ("nonzero", "the numbers in the list that are not zero", lambda x: x != 0),
+    ("triple", "the multiples of three in the list", lambda x: x % 3 == 0),
+    ("small", "the numbers in the list between -9 and 9 inclusive", lambda x: -9 <= x <= 9),
+    ("two_digit", "the numbers in the list with exactly two digits, ignoring the sign",
+     lambda x: 10 <= abs(x) <= 99),
+    ("above_ten", "the numbers in the list greater than 10", lambda x: x > 10),
+    ("all", "all the numbers in the list", lambda x: True),
+)
+_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, change)
+    ("", "{}", lambda x: x),
+    ("squared", "the squares of {}", lambda x: x * x),
+    ("doubled", "twice each of {}", lambda x: 2 * x),
+    ("absolute", "the absolute values of {}", abs),
+    ("incremented", "{}, each increased by one", lambda x: x + 1),
+    ("halved", "{}, each divided by two and rounded down", lambda x: x // 2),
+    ("negated", "the negations of {}", lambda x: -x),
+    ("last_digit", "the last decimal digits of {}", lambda x: abs(x) % 10),
+)
+_NUMBER_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed items)
+    ("sum", "Return the sum of {} (0 if there are none).", "int", sum),
+    ("product", "Return the product of {} (1 if there are none).", "int", __import__("math").prod),
+    ("largest", "Return the largest of {}, or None if there are none.", "Optional[int]",
+     lambda xs: max(xs, default=None)),
+    ("smallest", "Return the smallest of {}, or None if there are none.", "Optional[int]",
+     lambda xs: min(xs, default=None)),
+    ("list", "Return a list of {}, in their original order.", "List[int]", list),
+    ("descending", "Return {} sorted from largest to smallest.", "List[int]",
+     lambda xs: sorted(xs, reverse=True)),
+    ("distinct", "Return the distinct values among {} in increasing order.", "List[int]",
+     lambda xs: sorted(set(xs))),
+    ("count_distinct", "Return how many different values there are among {}.", "int",
+     lambda xs: len(set(xs))),
+    ("mean", "Return the average of {} rounded to two decimals, or 0.0 if there are none.", "float",
+     lambda xs: round(sum(xs) / len(xs), 2) if xs else 0.0),
+)
+_WORD_FILTERS = (
+    ("vowel_initial", "the words that start with a vowel", lambda w: w[0] in "aeiou"),
+    ("long", "the words longer than five letters", lambda w: len(w) > 5),
+    ("short", "the words of at most four letters", lambda w: len(w) <= 4),
+    ("palindrome", "the words that read the same backwards", lambda w: w == w[::-1]),
+    ("with_e", "the words that contain the letter 'e'", lambda w: "e" in w),
+    ("plural", "the words that end with 's'", lambda w: w.endswith("s")),
+    ("every", "all the words", lambda w: True),
+)
+_WORD_CHANGES = (
+    ("", "{}", lambda w: w),
+    ("upper", "{}, in upper case", str.upper),
+    ("reversed", "{}, each spelled backwards", lambda w: w[::-1]),
+    ("initial", "the first letters of {}", lambda w: w[0]),
+    ("capitalized", "{}, each with its first letter capitalized", str.capitalize),
+    ("ending", "the last two letters of {}", lambda w: w[-2:]),
+)
+_WORD_SUMMARIES = (
+    ("list", "Return a list of {}, in their original order.", "List[str]", list),
+    ("joined", "Return {} joined by single spaces ('' if there are none).", "str", " ".join),
+    ("alphabetical", "Return {} sorted alphabetically.", "List[str]", sorted),
+    ("longest", "Return the longest of {}; the first one if several are equally long, "
+     "or None if there are none.", "Optional[str]", lambda ws: max(ws, key=len, default=None)),
+    ("count", "Return how many of {} there are.", "int", len),
+)
+_LIST_WORDS = _WORDS + ("level", "noon", "radar", "kayak", "ideas", "owls", "eggs", "umbrella", "sky", "cats")
+# fmt: on
+
+
+def _composed_task(filter_, change, summary, argument: str, element: str) -> tuple[str, str, Callable]:
+    """A composed task: its function name, signature tail, docstring sentence and implementation."""
+    (filter_name, noun, keep), (change_name, phrase, apply), (summary_name, sentence, returns, summarize) = (
+        filter_,
+        change,
+        summary,
+    )
+    name = "_".join(part for part in (summary_name, change_name, filter_name) if part)
+    signature = f"({argument}: List[{element}]) -> {returns}"
+
+    def implementation(items):
+        return summarize([apply(item) for item in items if keep(item)])
+
+    return name, signature, sentence.format(phrase.format(noun)), implementation
+
+
+def _composed_prompt(
+    name: str, signature: str, sentence: str, implementation: Callable, examples: list
+) -> str:
+    """A HumanEval-shaped prompt: typing import, header, docstring and the implementation's examples."""
+    doctests = "\n".join(f"    >>> {name}({args!r})\n    {implementation(args)!r}" for args in examples)
+    imports = ", ".join(t for t in ("Dict", "List", "Optional") if f"{t}[" in signature)
+    return (
+        f'from typing import {imports}\n\n\ndef {name}{signature}:\n    """ {sentence}\n{doctests}\n    """\n'
+    )
+
+
+def composed_function_prompts(seed: int = 0) -> list[str]:
+    """Every filter x change x summary task over a list of numbers or of words, with 2-3 examples each."""
+    rng = random.Random(seed + 23)
+    prompts = []
+    parts = (
+        (_NUMBER_FILTERS, _NUMBER_CHANGES, _NUMBER_SUMMARIES, "numbers", "int"),
+        (_WORD_FILTERS, _WORD_CHANGES, _WORD_SUMMARIES, "words", "str"),
+    )
+    for filters, changes, summaries, argument, element in parts:
+        for filter_, change, summary in itertools.product(filters, changes, summaries):
+            if summary[0] == "count" and change[0]:  # a count is the same whatever the words become
+                continue
+            name, signature, sentence, implementation = _composed_task(
+                filter_, change, summary, argument, element
+            )
+            if element == "int":
+                examples = [rng.sample(range(-20, 40), rng.randint(4, 7)) for _ in range(rng.randint(2, 3))]
+            else:
+                examples = [rng.sample(_LIST_WORDS, rng.randint(3, 5)) for _ in range(rng.randint(2, 3))]
+            prompts.append(_composed_prompt(name, signature, sentence, implementation, examples))
+    return list(dict.fromkeys(prompts))
+
+
 # GSM8K-shaped stories: several steps, plain sentences, no instruction appended.
 # fmt: off
 _STORY_TEMPLATES = (
@@ -951,6 +1083,8 @@ def builtin_prompts(
         pool += chain_problems(1000, seed)
     if "compare-problems" in sources:
         pool += compare_problems(1000, seed)
+    if "composed-functions" in sources:
+        pool += composed_function_prompts(seed)
     if "math-word-problems" in sources:
         pool += math_word_problems(max(1000, (count or 0) - len(pool)), seed)
     pool = list(dict.fromkeys(pool))
