@@ -516,22 +516,28 @@ _WORDS = ("apple", "river", "stone", "pencil", "garden", "window", "silver", "pl
 # fmt: on
 
 
+def _typed_doctest_prompt(
+    name: str, signature: str, sentence: str, implementation: Callable, examples: Sequence[tuple]
+) -> str:
+    """A HumanEval-shaped prompt: the typing import its signature needs, the header, a docstring with
+    ``sentence`` and one ``>>>`` example per argument tuple, its result computed by ``implementation``."""
+    calls = [
+        f"    >>> {name}({', '.join(map(repr, args))})\n    {implementation(*args)!r}" for args in examples
+    ]
+    imports = [t for t in ("Dict", "List", "Optional") if f"{t}[" in signature]
+    header = f"from typing import {', '.join(imports)}\n\n\n" if imports else ""
+    return f'{header}def {name}{signature}:\n    """ {sentence}\n' + "\n".join(calls) + '\n    """\n'
+
+
 def _doctest_prompts(seed: int) -> list[str]:
     """HumanEval-shaped prompts: typing import, header, docstring and ``>>>`` examples that are right."""
     rng = random.Random(seed)
     prompts = []
     for names, signature, sentence, implementation, make_args in _DOCTEST_TASKS:
         for variant in range(6):
-            name = names[variant % 2]
-            examples = []
-            for _ in range(rng.randint(2, 3)):
-                args = make_args(rng)
-                call = f"{name}({', '.join(map(repr, args))})"
-                examples.append(f"    >>> {call}\n    {implementation(*args)!r}")
-            imports = [t for t in ("List", "Dict") if t in signature]
-            header = f"from typing import {', '.join(imports)}\n\n\n" if imports else ""
+            examples = [make_args(rng) for _ in range(rng.randint(2, 3))]
             prompts.append(
-                f'{header}def {name}{signature}:\n    """ {sentence}\n' + "\n".join(examples) + '\n    """\n'
+                _typed_doctest_prompt(names[variant % 2], signature, sentence, implementation, examples)
             )
     return list(dict.fromkeys(prompts))
 
@@ -614,13 +620,13 @@ _LIST_WORDS = _WORDS + ("level", "noon", "radar", "kayak", "ideas", "owls", "egg
 # fmt: on
 
 
-def _composed_task(filter_, change, summary, argument: str, element: str) -> tuple[str, str, Callable]:
+def _composed_task(
+    filter_: tuple, change: tuple, summary: tuple, argument: str, element: str
+) -> tuple[str, str, str, Callable]:
     """A composed task: its function name, signature tail, docstring sentence and implementation."""
-    (filter_name, noun, keep), (change_name, phrase, apply), (summary_name, sentence, returns, summarize) = (
-        filter_,
-        change,
-        summary,
-    )
+    filter_name, noun, keep = filter_
+    change_name, phrase, apply = change
+    summary_name, sentence, returns, summarize = summary
     name = "_".join(part for part in (summary_name, change_name, filter_name) if part)
     signature = f"({argument}: List[{element}]) -> {returns}"
 
@@ -628,17 +634,6 @@ def _composed_task(filter_, change, summary, argument: str, element: str) -> tup
         return summarize([apply(item) for item in items if keep(item)])
 
     return name, signature, sentence.format(phrase.format(noun)), implementation
-
-
-def _composed_prompt(
-    name: str, signature: str, sentence: str, implementation: Callable, examples: list
-) -> str:
-    """A HumanEval-shaped prompt: typing import, header, docstring and the implementation's examples."""
-    doctests = "\n".join(f"    >>> {name}({args!r})\n    {implementation(args)!r}" for args in examples)
-    imports = ", ".join(t for t in ("Dict", "List", "Optional") if f"{t}[" in signature)
-    return (
-        f'from typing import {imports}\n\n\ndef {name}{signature}:\n    """ {sentence}\n{doctests}\n    """\n'
-    )
 
 
 def composed_function_prompts(seed: int = 0) -> list[str]:
@@ -660,7 +655,8 @@ def composed_function_prompts(seed: int = 0) -> list[str]:
                 examples = [rng.sample(range(-20, 40), rng.randint(4, 7)) for _ in range(rng.randint(2, 3))]
             else:
                 examples = [rng.sample(_LIST_WORDS, rng.randint(3, 5)) for _ in range(rng.randint(2, 3))]
-            prompts.append(_composed_prompt(name, signature, sentence, implementation, examples))
+            calls = [(items,) for items in examples]  # one argument: the list
+            prompts.append(_typed_doctest_prompt(name, signature, sentence, implementation, calls))
     return list(dict.fromkeys(prompts))
 
 
