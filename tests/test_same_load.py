@@ -46,3 +46,20 @@ def test_the_report_gives_each_modes_median_ratio_to_plain(same_load, tmp_path):
     same_load.write_report(str(tmp_path), rows)
     table = (tmp_path / "results.md").read_text()
     assert "| w4 | 6.30, 8.40, 7.70 | 0.90, 1.20, 1.10 | 1.10 | 1.60, 1.60, 1.60 | -, -, - |" in table, table
+
+
+def test_the_dtype_flag_comes_after_the_cpu_servers_float32(same_load):
+    flags = same_load.server_flags("adaptive", "bfloat16", "drafter", None)
+    assert flags[flags.index("--dtype") + 1] == "bfloat16"
+    assert flags.index("--dtype") < flags.index("--speculative-algorithm")
+
+
+def test_differing_greedy_output_fails_a_float32_run_and_is_recorded_in_bf16(same_load):
+    rows = [
+        {"mode": "plain", "round": 0, "same_as_plain": True},
+        {"mode": "dflash", "round": 1, "same_as_plain": False},
+    ]
+    with pytest.raises(SystemExit, match=re.escape("in ['dflash round 1']")):
+        same_load.check_greedy_output(rows, "float32")
+    same_load.check_greedy_output(rows, "bfloat16")
+    same_load.check_greedy_output(rows[:1], "float32")

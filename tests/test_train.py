@@ -342,6 +342,8 @@ def test_composed_functions_are_every_combination_with_right_examples_and_disjoi
         ("chain-problems", "_CHAIN_STORY_TEMPLATES", "chain_problems", 1000),
         # one of the 1000 drawn stories repeats another: the pool de-duplicates it
         ("compare-problems", "_COMPARE_STORY_TEMPLATES", "compare_problems", 999),
+        # short stories over few slots: 11 of the 1000 drawn repeat another
+        ("remainder-problems", "_REMAINDER_STORY_TEMPLATES", "remainder_problems", 989),
     ],
 )
 def test_template_story_sources_use_every_template_and_stay_disjoint_from_gsm8k(
@@ -356,9 +358,8 @@ def test_template_story_sources_use_every_template_and_stay_disjoint_from_gsm8k(
     assert len(fragments) == 40 and all(any(f in story for story in stories) for f in fragments)
     mix = builtin_prompts(sources=(source,))
     assert len(mix) == pool_size
-    others = [
-        s for s in ("word-problems", "story-problems", "chain-problems", "compare-problems") if s != source
-    ]
+    stories = ("word-problems", "story-problems", "chain-problems", "compare-problems", "remainder-problems")
+    others = [s for s in stories if s != source]
     assert not set(mix) & set(builtin_prompts(sources=others))
     gsm8k = read_prompts(os.path.join(SHARED_DATA, "gsm8k.jsonl"))
     assert overlapping_prompts(mix, gsm8k) == []

@@ -46,6 +46,12 @@ And a fourth code source:
   squares of the even numbers in the list"), every combination once (895 tasks), with ``>>>``
   examples computed by running the composed implementation.
 
+And a fifth story source:
+
+- ``remainder-problems``: GSM8K-shaped stories from 40 further templates where something is
+  split, packed, shared or paid for and something is left over (remainders and whole containers,
+  change from a bill, times that roll past the hour).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -79,6 +85,7 @@ SOURCES = (
     "chain-problems",
     "compare-problems",
     "composed-functions",
+    "remainder-problems",
 )
 
 # Prompt-mix tables: kept compact on purpose (one idea per line, not one word per line).
@@ -1051,6 +1058,99 @@ def compare_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_COMPARE_STORY_TEMPLATES, count, seed + 17)
 
 
+# GSM8K-shaped stories where something is split, packed, shared or paid for and something is left
+# over (``remainder-problems``): remainders and whole containers, change from a bill, times that
+# roll past the hour, what is left after several takes; every slot is filled by :func:`_story_values`.
+# fmt: off
+_REMAINDER_STORY_TEMPLATES = (
+    "{a} has {x}0 cookies and packs them in boxes of {w}. How many boxes can {a} fill, and how many "
+    "cookies are left over?",
+    "{a} pays for {y} sandwiches at ${p} each with a ${bill} bill. How much change does {a} get?",
+    "A bus holds {x} passengers. How many buses does a school need to take {y}00 students on a "
+    "trip?",
+    "A movie starts at {t}:{m} and lasts {h} hours and {x} minutes. At what time does it end?",
+    "{a} shares {x}0 marbles equally among {w} friends and keeps what is left. How many marbles "
+    "does each friend get, and how many does {a} keep?",
+    "A baker makes {x}0 rolls and puts them in bags of {slices}. The rolls that do not fill a bag "
+    "are sold for ${q} each. How much money do the loose rolls bring in?",
+    "{a} has ${x}0. {a} spends a quarter of it on a book and ${y} on lunch, then gives half of what "
+    "is left to {b}. How much money does {a} have now?",
+    "A ribbon is {x}0 centimeters long. {a} cuts as many {z}0-centimeter pieces from it as possible. "
+    "How long is the piece that is left?",
+    "{a} works from {t}:{m} in the morning until {h}:{m} in the afternoon with a {m}-minute break. "
+    "How many minutes does {a} work?",
+    "Eggs come in cartons of 12. A farm collects {x}0 eggs. How many full cartons does it fill, "
+    "and how many more eggs would it need to fill one more carton?",
+    "{a} buys {w} notebooks at ${p} each and {y} pens at ${q} each. {a} pays with ${bill}. How much "
+    "change does {a} get back?",
+    "A class of {x} students splits into teams of {y}. Students who are left over join the last "
+    "team. How many teams are there, and how many students are in the last team?",
+    "{a} reads {y}0 pages a day. The book has {x}0 pages more than {z}00. On which day does {a} "
+    "finish the book, and how many pages are read on that last day?",
+    "A tank holds {x}0 liters of water. {a} fills buckets of {w} liters from it until no full "
+    "bucket can be filled. How many buckets are filled, and how much water stays in the tank?",
+    "{a} saves ${y} a week toward a bike that costs ${x}0. After how many weeks can {a} buy the "
+    "bike, and how much money is left over then?",
+    "A train leaves at {t}:{m} and the trip takes {x}0 minutes. It arrives {y} minutes late. At "
+    "what time does it arrive?",
+    "{a} has {x}0 stamps. {a} gives {pct}% of them to {b} and a third of the rest to {c}. How many "
+    "stamps does {a} have left?",
+    "Pencils are sold in packs of {w} for ${q}. {a} needs {x} pencils for the class. How many packs "
+    "must {a} buy, and how much do they cost?",
+    "{a} buys {y} tickets at ${p} each, and {b} buys {z} tickets at the same price. They pay "
+    "together with two ${bill} bills. How much change do they get?",
+    "A farmer has {x}0 apples and puts them in crates of {y}0. Apples that do not fill a crate are "
+    "given to neighbors, {z} to each. How many neighbors get apples?",
+    "{a} leaves home at {t}:{m}, walks for {x} minutes to the station and waits {y} minutes for a "
+    "{h}0-minute train ride. At what time does {a} arrive?",
+    "A pizza has {slices} slices. {w} friends each eat {y} slices. How many pizzas must they order, "
+    "and how many slices are left over?",
+    "{a} earns ${p} an hour and works {hours} hours. After paying ${x} for the bus and ${y}0 for "
+    "food, {a} puts half of the rest in the bank. How much goes in the bank?",
+    "A rope of {x} meters is cut into pieces of {w}0 centimeters. How many pieces are there, and how "
+    "many centimeters are left?",
+    "{a} has {h} hours to finish {x} math problems. Each problem takes {y} minutes. How many "
+    "problems can {a} finish, and how many minutes are left over?",
+    "A library has {x}0 books to put on shelves that hold {y}0 books each. How many shelves are "
+    "full, and how many books are on the shelf that is not full?",
+    "{a} buys a jacket for ${x}.{m} and a hat for ${p}.{m} and pays with ${bill}. How much change "
+    "does {a} get?",
+    "A clock shows {t}:{m}. What time will it show {x}0 minutes later, and how many minutes after "
+    "that is the next full hour?",
+    "{a} has {x}0 candies. {a} eats {y} and divides the rest equally into {w} bags. How many "
+    "candies are in each bag, and how many are left over?",
+    "A group of {x}0 hikers crosses a river in boats that carry {w} hikers each. Each crossing "
+    "takes {m} minutes. How many crossings are needed, and how long do they take?",
+    "{a} bakes {y} trays of {x} muffins. {a} sells them in boxes of {w}. How many boxes can {a} "
+    "sell, and how many muffins are left?",
+    "A store has {x}0 oranges. It sells {pct}% of them on Monday and {y}0 on Tuesday. The rest are "
+    "packed in bags of {z}. How many full bags are there?",
+    "{a} starts a {h}-hour shift at {t}:{m}. After {y} hours {a} takes a {m}-minute break. At what "
+    "time does the shift end if the break is added at the end?",
+    "Tickets cost ${p} each. {a} has ${x}0. How many tickets can {a} buy, and how much money is "
+    "left?",
+    "{a}, {b} and {c} share ${x}0 so that {a} gets ${y} more than {b} and {b} gets the same as {c}. "
+    "How much does each of them get?",
+    "A box holds {slices} crayons. {a} has {x}0 crayons and {b} has {y}0. They put all their "
+    "crayons together into boxes. How many boxes are full, and how many crayons are loose?",
+    "A recipe needs {z} eggs for every {w} cupcakes. {a} has {x} eggs. How many cupcakes can {a} "
+    "make, and how many eggs are not used?",
+    "{a} runs {y} laps of a {x}0-meter track. How many full kilometers is that, and how many meters "
+    "more?",
+    "{a} buys {w} kilograms of rice at ${q}.{m} a kilogram and {y} kilograms of beans at ${p} a "
+    "kilogram, and pays with ${bill}. How much change does {a} get?",
+    "A school day has {t} lessons of {m} minutes with {z}-minute breaks between them. School starts "
+    "at 8:00. At what time does the last lesson end?",
+)
+# fmt: on
+
+
+def remainder_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories with something left over, from ``_REMAINDER_STORY_TEMPLATES`` (no
+    instruction appended)."""
+    return _template_stories(_REMAINDER_STORY_TEMPLATES, count, seed + 19)
+
+
 def builtin_prompts(
     count: int | None = None, seed: int = 0, sources: Sequence[str] = DEFAULT_SOURCES
 ) -> list[str]:
@@ -1081,6 +1181,8 @@ def builtin_prompts(
         pool += compare_problems(1000, seed)
     if "composed-functions" in sources:
         pool += composed_function_prompts(seed)
+    if "remainder-problems" in sources:
+        pool += remainder_problems(1000, seed)
     if "math-word-problems" in sources:
         pool += math_word_problems(max(1000, (count or 0) - len(pool)), seed)
     pool = list(dict.fromkeys(pool))
