@@ -336,6 +336,43 @@ def test_composed_functions_are_every_combination_with_right_examples_and_disjoi
     assert overlapping_prompts(mix, humaneval) == []
 
 
+def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import threshold_function_prompts
+
+    prompts = threshold_function_prompts()
+    assert (
+        len(prompts) == 8 * 8 * 9 and prompts == threshold_function_prompts()
+    )  # filters x changes x summaries
+    names = [ast.parse(prompt).body[-1].name for prompt in prompts]
+    assert len(set(names)) == len(prompts) and all(2 <= p.count(">>> ") <= 3 for p in prompts)
+
+    def examples(name):
+        prompt = next(p for p in prompts if f"def {name}(" in p)
+        found = re.findall(rf">>> {name}\((.*)\)\n\s+(.*)", prompt)
+        assert len(found) >= 2  # the checks below see every example
+        return [(*ast.literal_eval(f"({a},)"), ast.literal_eval(r)) for a, r in found]
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for numbers, k, result in examples("sum_squared_above_k"):
+        assert result == sum(x * x for x in numbers if x > k)
+    for numbers, k, result in examples("smallest_last_digit_not_multiple_of_k"):
+        assert result == min((abs(x) % 10 for x in numbers if x % k), default=None)
+    for numbers, k, result in examples("count_distinct_within_k"):
+        assert result == len({x for x in numbers if abs(x) <= k})
+    sentence = (
+        "Return the sum of the squares of the numbers in the list greater than k (0 if there are none)."
+    )
+    assert sentence in next(p for p in prompts if "def sum_squared_above_k(" in p)
+    mix = builtin_prompts(sources=("threshold-functions",))
+    assert sorted(mix) == sorted(prompts)
+    others = builtin_prompts(
+        sources=("code-completions", "package-completions", "library-completions", "composed-functions")
+    )
+    assert not set(mix) & set(others)
+    humaneval = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl"))
+    assert overlapping_prompts(mix, humaneval) == []
+
+
 @pytest.mark.parametrize(
     "source, templates_name, make_name, pool_size",
     [

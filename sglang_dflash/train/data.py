@@ -52,6 +52,13 @@ And a fifth story source:
   split, packed, shared or paid for and something is left over (remainders and whole containers,
   change from a bill, times that roll past the hour).
 
+And a fifth code source:
+
+- ``threshold-functions``: the composed tasks' changes and summaries over the numbers of a list
+  that relate to a second argument ``k`` (greater than, at most, divisible by, within ``k`` of
+  zero, ...): ``sum_squared_above_k(numbers, k)``, every combination once (576 tasks), examples
+  computed by running the implementation.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -86,6 +93,7 @@ SOURCES = (
     "compare-problems",
     "composed-functions",
     "remainder-problems",
+    "threshold-functions",
 )
 
 # Prompt-mix tables: kept compact on purpose (one idea per line, not one word per line).
@@ -628,17 +636,20 @@ _LIST_WORDS = _WORDS + ("level", "noon", "radar", "kayak", "ideas", "owls", "egg
 
 
 def _composed_task(
-    filter_: tuple, change: tuple, summary: tuple, argument: str, element: str
+    filter_: tuple, change: tuple, summary: tuple, argument: str, element: str, bound: str = ""
 ) -> tuple[str, str, str, Callable]:
-    """A composed task: its function name, signature tail, docstring sentence and implementation."""
+    """A composed task: its function name, signature tail, docstring sentence and implementation.
+
+    ``bound`` adds parameters after the list (``", k: int"``); the implementation passes their values
+    to the filter after the item."""
     filter_name, noun, keep = filter_
     change_name, phrase, apply = change
     summary_name, sentence, returns, summarize = summary
     name = "_".join(part for part in (summary_name, change_name, filter_name) if part)
-    signature = f"({argument}: List[{element}]) -> {returns}"
+    signature = f"({argument}: List[{element}]{bound}) -> {returns}"
 
-    def implementation(items):
-        return summarize([apply(item) for item in items if keep(item)])
+    def implementation(items, *bound_values):
+        return summarize([apply(item) for item in items if keep(item, *bound_values)])
 
     return name, signature, sentence.format(phrase.format(noun)), implementation
 
@@ -664,6 +675,38 @@ def composed_function_prompts(seed: int = 0) -> list[str]:
                 examples = [rng.sample(_LIST_WORDS, rng.randint(3, 5)) for _ in range(rng.randint(2, 3))]
             calls = [(items,) for items in examples]  # one argument: the list
             prompts.append(_typed_doctest_prompt(name, signature, sentence, implementation, calls))
+    return list(dict.fromkeys(prompts))
+
+
+# HumanEval-shaped tasks with a second argument (``threshold-functions``): the composed tasks'
+# changes and summaries over the numbers that relate to ``k`` (greater, divisible, within ...).
+# fmt: off
+_THRESHOLD_FILTERS = (  # (name part, noun phrase, keep(x, k))
+    ("above_k", "the numbers in the list greater than k", lambda x, k: x > k),
+    ("below_k", "the numbers in the list less than k", lambda x, k: x < k),
+    ("at_least_k", "the numbers in the list that are at least k", lambda x, k: x >= k),
+    ("at_most_k", "the numbers in the list that are at most k", lambda x, k: x <= k),
+    ("multiple_of_k", "the numbers in the list divisible by k", lambda x, k: x % k == 0),
+    ("not_multiple_of_k", "the numbers in the list not divisible by k", lambda x, k: x % k != 0),
+    ("within_k", "the numbers in the list whose absolute value is at most k", lambda x, k: abs(x) <= k),
+    ("beyond_k", "the numbers in the list whose absolute value is greater than k", lambda x, k: abs(x) > k),
+)
+# fmt: on
+
+
+def threshold_function_prompts(seed: int = 0) -> list[str]:
+    """Every threshold filter x change x summary task over ``(numbers, k)``, with 2-3 examples each."""
+    rng = random.Random(seed + 29)
+    prompts = []
+    for filter_, change, summary in itertools.product(_THRESHOLD_FILTERS, _NUMBER_CHANGES, _NUMBER_SUMMARIES):
+        name, signature, sentence, implementation = _composed_task(
+            filter_, change, summary, "numbers", "int", bound=", k: int"
+        )
+        calls = [
+            (rng.sample(range(-20, 40), rng.randint(4, 7)), rng.randint(2, 12))
+            for _ in range(rng.randint(2, 3))
+        ]
+        prompts.append(_typed_doctest_prompt(name, signature, sentence, implementation, calls))
     return list(dict.fromkeys(prompts))
 
 
@@ -1183,6 +1226,8 @@ def builtin_prompts(
         pool += composed_function_prompts(seed)
     if "remainder-problems" in sources:
         pool += remainder_problems(1000, seed)
+    if "threshold-functions" in sources:
+        pool += threshold_function_prompts(seed)
     if "math-word-problems" in sources:
         pool += math_word_problems(max(1000, (count or 0) - len(pool)), seed)
     pool = list(dict.fromkeys(pool))
