@@ -11,10 +11,10 @@ config); ``w<k>`` or ``w<k>+<k>...`` (DFLASH verifying only those widths: the ad
 that width set, no exploration); ``adaptive:<k>+<k>...`` (the default policy, exploration included,
 choosing among those widths). Every DFLASH mode uses the drafter's hot vocabulary when
 ``--token-map`` is given and writes its ``SGLANG_DFLASH_PROFILE`` phases next to the results (a row
-keeps the steps each verify width ran). ``--dtype bfloat16`` runs every server in bf16, where only
-float32's output is required to equal plain decoding's. ``--cores`` are the server's OpenMP cores
+keeps the steps each verify width ran). ``--cores`` are the server's OpenMP cores
 (``SGLANG_CPU_OMP_THREADS_BIND``; run the script under ``taskset`` with the same cores). Greedy
-output of every mode is checked against plain decoding's.
+output of every mode is compared with plain decoding's and must equal it in float32; with
+``--dtype bfloat16`` (every server in bf16) it is recorded only.
 
     SGLANG_DFLASH_SGL_KERNEL_STANDIN=1 PYTHONPATH=tests/cpu_host taskset -c 0 \\
       python bench/same_load.py --modes plain,adaptive,w4 --rounds 3 --out bench/results/<run>/same-load

@@ -298,6 +298,14 @@ def test_library_completions_are_numpy_scipy_pandas_headers_disjoint_from_the_ot
     assert overlapping_prompts(mix, evaluation) == []
 
 
+def _doctest_examples(prompts: list[str], name: str) -> list[tuple[tuple, object]]:
+    """The ``>>>`` examples of the prompt defining ``name``: (argument tuple, printed result) each."""
+    prompt = next(p for p in prompts if f"def {name}(" in p)
+    found = re.findall(rf">>> {name}\((.*)\)\n\s+(.*)", prompt)
+    assert len(found) >= 2  # the checks that use them see every example
+    return [(ast.literal_eval(f"({arguments},)"), ast.literal_eval(result)) for arguments, result in found]
+
+
 def test_composed_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import composed_function_prompts
 
@@ -311,20 +319,14 @@ def test_composed_functions_are_every_combination_with_right_examples_and_disjoi
         assert 2 <= prompt.count(">>> ") <= 3
     assert len(set(names)) == len(prompts)  # one task per combination, named after its parts
 
-    def examples(name):
-        prompt = next(p for p in prompts if f"def {name}(" in p)
-        found = re.findall(rf">>> {name}\((.*)\)\n\s+(.*)", prompt)
-        assert len(found) >= 2  # the checks below see every example
-        return [(ast.literal_eval(a), ast.literal_eval(r)) for a, r in found]
-
     # The examples are what the docstring says, computed here independently of the source's code.
-    for numbers, result in examples("sum_squared_even"):
+    for (numbers,), result in _doctest_examples(prompts, "sum_squared_even"):
         assert result == sum(x * x for x in numbers if x % 2 == 0)
-    for numbers, result in examples("largest_last_digit_negative"):
+    for (numbers,), result in _doctest_examples(prompts, "largest_last_digit_negative"):
         assert result == max((abs(x) % 10 for x in numbers if x < 0), default=None)
-    for numbers, result in examples("mean_all"):
+    for (numbers,), result in _doctest_examples(prompts, "mean_all"):
         assert result == (round(sum(numbers) / len(numbers), 2) if numbers else 0.0)
-    for words, result in examples("joined_upper_vowel_initial"):
+    for (words,), result in _doctest_examples(prompts, "joined_upper_vowel_initial"):
         assert result == " ".join(w.upper() for w in words if w[0] in "aeiou")
     sentence = "Return the sum of the squares of the even numbers in the list (0 if there are none)."
     assert sentence in next(p for p in prompts if "def sum_squared_even(" in p)
@@ -340,24 +342,17 @@ def test_threshold_functions_are_every_combination_with_right_examples_and_disjo
     from sglang_dflash.train.data import threshold_function_prompts
 
     prompts = threshold_function_prompts()
-    assert (
-        len(prompts) == 8 * 8 * 9 and prompts == threshold_function_prompts()
-    )  # filters x changes x summaries
+    # 8 filters x 8 changes x 9 summaries.
+    assert len(prompts) == 8 * 8 * 9 and prompts == threshold_function_prompts()
     names = [ast.parse(prompt).body[-1].name for prompt in prompts]
     assert len(set(names)) == len(prompts) and all(2 <= p.count(">>> ") <= 3 for p in prompts)
 
-    def examples(name):
-        prompt = next(p for p in prompts if f"def {name}(" in p)
-        found = re.findall(rf">>> {name}\((.*)\)\n\s+(.*)", prompt)
-        assert len(found) >= 2  # the checks below see every example
-        return [(*ast.literal_eval(f"({a},)"), ast.literal_eval(r)) for a, r in found]
-
     # The examples are what the docstring says, computed here independently of the source's code.
-    for numbers, k, result in examples("sum_squared_above_k"):
+    for (numbers, k), result in _doctest_examples(prompts, "sum_squared_above_k"):
         assert result == sum(x * x for x in numbers if x > k)
-    for numbers, k, result in examples("smallest_last_digit_not_multiple_of_k"):
+    for (numbers, k), result in _doctest_examples(prompts, "smallest_last_digit_not_multiple_of_k"):
         assert result == min((abs(x) % 10 for x in numbers if x % k), default=None)
-    for numbers, k, result in examples("count_distinct_within_k"):
+    for (numbers, k), result in _doctest_examples(prompts, "count_distinct_within_k"):
         assert result == len({x for x in numbers if abs(x) <= k})
     sentence = (
         "Return the sum of the squares of the numbers in the list greater than k (0 if there are none)."

@@ -654,27 +654,42 @@ def _composed_task(
     return name, signature, sentence.format(phrase.format(noun)), implementation
 
 
+def _composed_prompts(
+    rng: random.Random,
+    parts: tuple[Sequence[tuple], Sequence[tuple], Sequence[tuple]],
+    argument: str,
+    element: str,
+    make_call: Callable[[random.Random], tuple],
+    bound: str = "",
+) -> list[str]:
+    """One prompt per filter x change x summary of ``parts``, each with 2-3 examples whose arguments
+    ``make_call`` draws from ``rng``."""
+    prompts = []
+    for filter_, change, summary in itertools.product(*parts):
+        if summary[0] == "count" and change[0]:  # a count is the same whatever the words become
+            continue
+        name, signature, sentence, implementation = _composed_task(
+            filter_, change, summary, argument, element, bound
+        )
+        calls = [make_call(rng) for _ in range(rng.randint(2, 3))]
+        prompts.append(_typed_doctest_prompt(name, signature, sentence, implementation, calls))
+    return prompts
+
+
+def _number_list(rng: random.Random) -> list[int]:
+    """4-7 distinct numbers from -20 to 39: the list argument of the number tasks' examples."""
+    return rng.sample(range(-20, 40), rng.randint(4, 7))
+
+
 def composed_function_prompts(seed: int = 0) -> list[str]:
     """Every filter x change x summary task over a list of numbers or of words, with 2-3 examples each."""
     rng = random.Random(seed + 23)
-    prompts = []
-    parts = (
-        (_NUMBER_FILTERS, _NUMBER_CHANGES, _NUMBER_SUMMARIES, "numbers", "int"),
-        (_WORD_FILTERS, _WORD_CHANGES, _WORD_SUMMARIES, "words", "str"),
+    numbers = (_NUMBER_FILTERS, _NUMBER_CHANGES, _NUMBER_SUMMARIES)
+    words = (_WORD_FILTERS, _WORD_CHANGES, _WORD_SUMMARIES)
+    prompts = _composed_prompts(rng, numbers, "numbers", "int", lambda r: (_number_list(r),))
+    prompts += _composed_prompts(
+        rng, words, "words", "str", lambda r: (r.sample(_LIST_WORDS, r.randint(3, 5)),)
     )
-    for filters, changes, summaries, argument, element in parts:
-        for filter_, change, summary in itertools.product(filters, changes, summaries):
-            if summary[0] == "count" and change[0]:  # a count is the same whatever the words become
-                continue
-            name, signature, sentence, implementation = _composed_task(
-                filter_, change, summary, argument, element
-            )
-            if element == "int":
-                examples = [rng.sample(range(-20, 40), rng.randint(4, 7)) for _ in range(rng.randint(2, 3))]
-            else:
-                examples = [rng.sample(_LIST_WORDS, rng.randint(3, 5)) for _ in range(rng.randint(2, 3))]
-            calls = [(items,) for items in examples]  # one argument: the list
-            prompts.append(_typed_doctest_prompt(name, signature, sentence, implementation, calls))
     return list(dict.fromkeys(prompts))
 
 
@@ -696,17 +711,15 @@ _THRESHOLD_FILTERS = (  # (name part, noun phrase, keep(x, k))
 
 def threshold_function_prompts(seed: int = 0) -> list[str]:
     """Every threshold filter x change x summary task over ``(numbers, k)``, with 2-3 examples each."""
-    rng = random.Random(seed + 29)
-    prompts = []
-    for filter_, change, summary in itertools.product(_THRESHOLD_FILTERS, _NUMBER_CHANGES, _NUMBER_SUMMARIES):
-        name, signature, sentence, implementation = _composed_task(
-            filter_, change, summary, "numbers", "int", bound=", k: int"
-        )
-        calls = [
-            (rng.sample(range(-20, 40), rng.randint(4, 7)), rng.randint(2, 12))
-            for _ in range(rng.randint(2, 3))
-        ]
-        prompts.append(_typed_doctest_prompt(name, signature, sentence, implementation, calls))
+    parts = (_THRESHOLD_FILTERS, _NUMBER_CHANGES, _NUMBER_SUMMARIES)
+    prompts = _composed_prompts(
+        random.Random(seed + 29),
+        parts,
+        "numbers",
+        "int",
+        lambda r: (_number_list(r), r.randint(2, 12)),
+        ", k: int",
+    )
     return list(dict.fromkeys(prompts))
 
 
