@@ -376,6 +376,8 @@ def test_threshold_functions_are_every_combination_with_right_examples_and_disjo
         ("compare-problems", "_COMPARE_STORY_TEMPLATES", "compare_problems", 999),
         # short stories over few slots: 11 of the 1000 drawn repeat another
         ("remainder-problems", "_REMAINDER_STORY_TEMPLATES", "remainder_problems", 989),
+        # three of the 1000 drawn stories repeat another
+        ("growth-problems", "_GROWTH_STORY_TEMPLATES", "growth_problems", 997),
     ],
 )
 def test_template_story_sources_use_every_template_and_stay_disjoint_from_gsm8k(
@@ -390,7 +392,14 @@ def test_template_story_sources_use_every_template_and_stay_disjoint_from_gsm8k(
     assert len(fragments) == 40 and all(any(f in story for story in stories) for f in fragments)
     mix = builtin_prompts(sources=(source,))
     assert len(mix) == pool_size
-    stories = ("word-problems", "story-problems", "chain-problems", "compare-problems", "remainder-problems")
+    stories = (
+        "word-problems",
+        "story-problems",
+        "chain-problems",
+        "compare-problems",
+        "remainder-problems",
+        "growth-problems",
+    )
     others = [s for s in stories if s != source]
     assert not set(mix) & set(builtin_prompts(sources=others))
     gsm8k = read_prompts(os.path.join(SHARED_DATA, "gsm8k.jsonl"))

@@ -59,6 +59,12 @@ And a fifth code source:
   zero, ...): ``sum_squared_above_k(numbers, k)``, every combination once (576 tasks), examples
   computed by running the implementation.
 
+And a sixth story source:
+
+- ``growth-problems``: GSM8K-shaped stories from 40 further templates where a quantity grows,
+  shrinks or repeats over days, weeks or rounds (a fixed amount added each time, doubling, a
+  percent up or down, two quantities growing at different rates).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -94,6 +100,7 @@ SOURCES = (
     "composed-functions",
     "remainder-problems",
     "threshold-functions",
+    "growth-problems",
 )
 
 # Prompt-mix tables: kept compact on purpose (one idea per line, not one word per line).
@@ -1207,6 +1214,101 @@ def remainder_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_REMAINDER_STORY_TEMPLATES, count, seed + 19)
 
 
+# GSM8K-shaped stories where a quantity grows, shrinks or repeats over days, weeks or rounds
+# (``growth-problems``): a fixed amount added each time, doubling and halving, a percent up or down,
+# a pattern that changes every day, two quantities growing at different rates; every slot is filled
+# by :func:`_story_values`.
+# fmt: off
+_GROWTH_STORY_TEMPLATES = (
+    "{a} saves ${y} in the first week and ${z} more each week than the week before. How much has "
+    "{a} saved after {w} weeks?",
+    "A sunflower is {x} centimeters tall and grows {y} centimeters every day. How tall is it after "
+    "{h} weeks?",
+    "The number of bacteria in a dish doubles every hour. It starts with {x}0 bacteria. How many "
+    "are there after {w} hours?",
+    "{a} runs {z} kilometers on the first day of training and adds {q} kilometer every day. How many "
+    "kilometers does {a} run in the first {t} days altogether?",
+    "A bike costs ${x}0. Its price goes up by {pct}% in spring and then down by ${y}0 in a summer "
+    "sale. What does the bike cost after the sale?",
+    "A pond has {x}0 fish. Every year the number of fish grows by {pct}%. How many fish are in the "
+    "pond after 2 years?",
+    "{a} reads {y} pages on the first day and each day reads {z} pages more than the day before. "
+    "How many pages has {a} read after {w} days?",
+    "A snail climbs {z} meters up a wall each day and slides back {q} meter each night. The wall is "
+    "{x} meters high. On which day does the snail reach the top?",
+    "{a} has {x}0 stickers and gives away {y} stickers every day. How many days until {a} has "
+    "fewer than {z}0 stickers left?",
+    "A town has {x},000 people. Each year {y}00 people move in and {z}00 move out. How many people "
+    "live in the town after {h} years?",
+    "{a} plants {y} trees in the first year and twice as many trees each year as the year before. "
+    "How many trees has {a} planted after {z} years?",
+    "A car's value is ${x},000. It loses {pct}% of its value each year. What is it worth after 2 "
+    "years?",
+    "{a} starts the month with ${x}0 and spends ${y} every weekday and ${p} on each weekend day. How "
+    "much money is left after {h} full weeks?",
+    "A library lends {x}0 books in the first week, {y}0 more in the second week, and twice as many "
+    "in the third week as in the second. How many books are lent in the three weeks?",
+    "{a} does {y} push-ups on Monday and adds {z} every day after that. On which day of the week "
+    "does {a} first do more than {x} push-ups?",
+    "A tank has {x}0 liters of water and loses {y} liters every hour through a leak, while a hose "
+    "adds {z} liters every hour. How many liters are in the tank after {h} hours?",
+    "{a} earns ${p} an hour this year. Next year {a}'s pay goes up by {pct}%. How much more does {a} "
+    "earn for a {hours}-hour week next year?",
+    "A baker sells {x} loaves on Monday. Each day sales go up by {y} loaves. Loaves cost ${q} each. "
+    "How much money does the baker make from Monday to Friday?",
+    "{a} has {y} guppies. Every month the number of guppies triples, and {a} gives {z} away at the "
+    "end of each month. How many guppies does {a} have after 3 months?",
+    "The temperature is {z} degrees at {t} in the morning and rises {y} degrees every hour until "
+    "noon. What is the temperature at noon?",
+    "{a}'s collection has {x} coins and grows by {w} coins a month. {b}'s collection has {y}0 coins "
+    "and grows by {z} coins a month. After how many months does {a} have more coins than {b}?",
+    "A video has {x}0 views on the first day. Each day it gets {pct}% more views than the day "
+    "before. How many views does it get on the third day?",
+    "{a} puts ${x}0 in a savings account that pays {z}% interest each year. The interest is added to "
+    "the account. How much is in the account after 2 years?",
+    "A tree is {y} meters tall and grows {m} centimeters a year. How many years until it is {x} "
+    "meters tall?",
+    "{a} swims {y} laps on the first day of the month and two more laps every day. How many laps "
+    "does {a} swim on day {x}?",
+    "A store had {x}0 toys on Monday. It sold half of them on Tuesday, received {y}0 new toys on "
+    "Wednesday, and sold a third of its toys on Thursday. How many toys are left?",
+    "{a}'s phone battery is at {pct}%. It loses {z}% every {m} minutes while {a} plays a game. How "
+    "many minutes can {a} play before the battery is empty?",
+    "{a} walks {y},000 steps on Monday. Each day {a} walks {w}00 more steps than the day before. How "
+    "many steps does {a} walk in the whole week from Monday to Sunday?",
+    "A pile of sand has {x}0 kilograms. Each trip a truck removes a quarter of what is left. How "
+    "many kilograms are left after 2 trips?",
+    "{a} learns {y} new words a day and forgets {q} of them by the next day. How many new words does "
+    "{a} know after {h} weeks?",
+    "The price of a ticket was ${p} last year. This year it went up by {pct}%, and next year it will "
+    "go up by ${q} more. What will a ticket cost next year?",
+    "{a} starts with {y} friends in a game. Each week every player invites {z} new players. How many "
+    "players are there after 3 weeks if nobody leaves?",
+    "A candle is {x} centimeters long and burns {z} millimeters every {m} minutes. How many hours "
+    "does it take to burn down completely?",
+    "{a} and {b} both start with ${x}. {a} adds ${y} every week and {b} adds ${z} every week. How "
+    "much more money does {a} have than {b} after {t} weeks?",
+    "A farm has {x} chickens. Each month it buys {w} more chickens and sells {q}. How many chickens "
+    "does the farm have after a year?",
+    "{a} scores {s1} points in the first game. In each game after that {a} scores {y} points more "
+    "than in the game before. What is {a}'s total after {z} games?",
+    "A school has {x}0 students this year. The number of students grows by {pct}% next year and by "
+    "another {y}0 students the year after. How many students will it have in two years?",
+    "{a} drinks {w} glasses of water on Monday and one more glass each day. How many glasses does "
+    "{a} drink from Monday to Saturday?",
+    "A factory makes {x}0 chairs in its first week. Each week it makes {y}0 more chairs than the "
+    "week before. How many chairs has it made after {z} weeks?",
+    "A puppy weighs {y} kilograms at {z} months and gains {m}0 grams a week. How many kilograms does "
+    "it weigh {t} weeks later?",
+)
+# fmt: on
+
+def growth_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories where a quantity changes step by step, from ``_GROWTH_STORY_TEMPLATES``
+    (no instruction appended)."""
+    return _template_stories(_GROWTH_STORY_TEMPLATES, count, seed + 31)
+
+
 def builtin_prompts(
     count: int | None = None, seed: int = 0, sources: Sequence[str] = DEFAULT_SOURCES
 ) -> list[str]:
@@ -1241,6 +1343,8 @@ def builtin_prompts(
         pool += remainder_problems(1000, seed)
     if "threshold-functions" in sources:
         pool += threshold_function_prompts(seed)
+    if "growth-problems" in sources:
+        pool += growth_problems(1000, seed)
     if "math-word-problems" in sources:
         pool += math_word_problems(max(1000, (count or 0) - len(pool)), seed)
     pool = list(dict.fromkeys(pool))
