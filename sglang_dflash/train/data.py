@@ -1303,6 +1303,7 @@ _GROWTH_STORY_TEMPLATES = (
 )
 # fmt: on
 
+
 def growth_problems(count: int, seed: int = 0) -> list[str]:
     """GSM8K-shaped stories where a quantity changes step by step, from ``_GROWTH_STORY_TEMPLATES``
     (no instruction appended)."""
