@@ -368,6 +368,43 @@ def test_threshold_functions_are_every_combination_with_right_examples_and_disjo
     assert overlapping_prompts(mix, humaneval) == []
 
 
+def test_text_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import text_function_prompts
+
+    prompts = text_function_prompts()
+    # 9 filters x 6 changes x 10 summaries, less the 9 x 5 counts of changed characters.
+    assert len(prompts) == 9 * 6 * 10 - 9 * 5 and prompts == text_function_prompts()
+    names = [ast.parse(prompt).body[-1].name for prompt in prompts]
+    assert len(set(names)) == len(prompts) and all(2 <= p.count(">>> ") <= 3 for p in prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (text,), result in _doctest_examples(prompts, "joined_upper_vowels"):
+        assert result == "".join(c.upper() for c in text if c.lower() in "aeiou")
+    for (text,), result in _doctest_examples(prompts, "count_distinct_lowercase"):
+        assert result == len({c for c in text if "a" <= c <= "z"})
+    for (text,), result in _doctest_examples(prompts, "reversed_shifted_digits"):
+        assert result == "".join(chr(ord(c) + 1) for c in text if c in "0123456789")[::-1]
+    for (text,), result in _doctest_examples(prompts, "most_common_chars"):
+        counts = {c: text.count(c) for c in text}
+        assert result == next((c for c in text if counts[c] == max(counts.values())), None)
+    sentence = "Return the vowels in the text, in upper case, joined into one string in their original order."
+    assert sentence in next(p for p in prompts if "def joined_upper_vowels(" in p)
+    mix = builtin_prompts(sources=("text-functions",))
+    assert sorted(mix) == sorted(prompts)
+    others = builtin_prompts(
+        sources=(
+            "code-completions",
+            "package-completions",
+            "library-completions",
+            "composed-functions",
+            "threshold-functions",
+        )
+    )
+    assert not set(mix) & set(others)
+    humaneval = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl"))
+    assert overlapping_prompts(mix, humaneval) == []
+
+
 @pytest.mark.parametrize(
     "source, templates_name, make_name, pool_size",
     [

@@ -65,6 +65,14 @@ And a sixth story source:
   shrinks or repeats over days, weeks or rounds (a fixed amount added each time, doubling, a
   percent up or down, two quantities growing at different rates).
 
+And a sixth code source:
+
+- ``text-functions``: the composed tasks' shape over the characters of a string: a character
+  filter (vowels, digits, uppercase letters, ...), a per-character change and a summary
+  (``joined_upper_vowels(text)``: "Return the vowels in the text, in upper case, joined into one
+  string in their original order"), every combination once (495 tasks), examples computed by
+  running the implementation.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -101,6 +109,7 @@ SOURCES = (
     "remainder-problems",
     "threshold-functions",
     "growth-problems",
+    "text-functions",
 )
 
 # Prompt-mix tables: kept compact on purpose (one idea per line, not one word per line).
@@ -643,7 +652,7 @@ _LIST_WORDS = _WORDS + ("level", "noon", "radar", "kayak", "ideas", "owls", "egg
 
 
 def _composed_task(
-    filter_: tuple, change: tuple, summary: tuple, argument: str, element: str, bound: str = ""
+    filter_: tuple, change: tuple, summary: tuple, argument: str, argument_type: str, bound: str = ""
 ) -> tuple[str, str, str, Callable]:
     """A composed task: its function name, signature tail, docstring sentence and implementation.
 
@@ -653,7 +662,7 @@ def _composed_task(
     change_name, phrase, apply = change
     summary_name, sentence, returns, summarize = summary
     name = "_".join(part for part in (summary_name, change_name, filter_name) if part)
-    signature = f"({argument}: List[{element}]{bound}) -> {returns}"
+    signature = f"({argument}: {argument_type}{bound}) -> {returns}"
 
     def implementation(items, *bound_values):
         return summarize([apply(item) for item in items if keep(item, *bound_values)])
@@ -665,7 +674,7 @@ def _composed_prompts(
     rng: random.Random,
     parts: tuple[Sequence[tuple], Sequence[tuple], Sequence[tuple]],
     argument: str,
-    element: str,
+    argument_type: str,
     make_call: Callable[[random.Random], tuple],
     bound: str = "",
 ) -> list[str]:
@@ -676,7 +685,7 @@ def _composed_prompts(
         if summary[0] == "count" and change[0]:  # a count is the same whatever the words become
             continue
         name, signature, sentence, implementation = _composed_task(
-            filter_, change, summary, argument, element, bound
+            filter_, change, summary, argument, argument_type, bound
         )
         calls = [make_call(rng) for _ in range(rng.randint(2, 3))]
         prompts.append(_typed_doctest_prompt(name, signature, sentence, implementation, calls))
@@ -693,9 +702,9 @@ def composed_function_prompts(seed: int = 0) -> list[str]:
     rng = random.Random(seed + 23)
     numbers = (_NUMBER_FILTERS, _NUMBER_CHANGES, _NUMBER_SUMMARIES)
     words = (_WORD_FILTERS, _WORD_CHANGES, _WORD_SUMMARIES)
-    prompts = _composed_prompts(rng, numbers, "numbers", "int", lambda r: (_number_list(r),))
+    prompts = _composed_prompts(rng, numbers, "numbers", "List[int]", lambda r: (_number_list(r),))
     prompts += _composed_prompts(
-        rng, words, "words", "str", lambda r: (r.sample(_LIST_WORDS, r.randint(3, 5)),)
+        rng, words, "words", "List[str]", lambda r: (r.sample(_LIST_WORDS, r.randint(3, 5)),)
     )
     return list(dict.fromkeys(prompts))
 
@@ -723,10 +732,75 @@ def threshold_function_prompts(seed: int = 0) -> list[str]:
         random.Random(seed + 29),
         parts,
         "numbers",
-        "int",
+        "List[int]",
         lambda r: (_number_list(r), r.randint(2, 12)),
         ", k: int",
     )
+    return list(dict.fromkeys(prompts))
+
+
+# HumanEval-shaped tasks over the characters of a string (``text-functions``): a character filter, a
+# per-character change and a summary, composed as the list tasks are.
+# fmt: off
+_CHARACTER_FILTERS = (  # (name part, noun phrase, keep)
+    ("vowels", "the vowels in the text", lambda c: c in "aeiouAEIOU"),
+    ("consonants", "the consonants in the text", lambda c: c.isalpha() and c not in "aeiouAEIOU"),
+    ("digits", "the digits in the text", str.isdigit),
+    ("uppercase", "the uppercase letters in the text", str.isupper),
+    ("lowercase", "the lowercase letters in the text", str.islower),
+    ("letters", "the letters in the text", str.isalpha),
+    ("symbols", "the characters of the text that are neither letters, digits nor spaces",
+     lambda c: not c.isalnum() and not c.isspace()),
+    ("non_space", "the characters of the text that are not spaces", lambda c: not c.isspace()),
+    ("chars", "all the characters of the text", lambda c: True),
+)
+_CHARACTER_CHANGES = (  # (name part, phrase around the filtered noun phrase, change)
+    ("", "{}", lambda c: c),
+    ("upper", "{}, in upper case", str.upper),
+    ("lower", "{}, in lower case", str.lower),
+    ("swapped", "{}, with their case swapped", str.swapcase),
+    ("doubled", "{}, each written twice", lambda c: c * 2),
+    ("shifted", "{}, each replaced by the next character in Unicode order", lambda c: chr(ord(c) + 1)),
+)
+_CHARACTER_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed characters)
+    ("count", "Return how many of {} there are.", "int", len),
+    ("joined", "Return {}, joined into one string in their original order.", "str", "".join),
+    ("reversed", "Return {}, joined into one string in reverse order.", "str",
+     lambda cs: "".join(reversed(cs))),
+    ("sorted", "Return {}, sorted and joined into one string.", "str", lambda cs: "".join(sorted(cs))),
+    ("distinct", "Return the distinct values among {}, sorted and joined into one string.", "str",
+     lambda cs: "".join(sorted(set(cs)))),
+    ("count_distinct", "Return how many different values there are among {}.", "int",
+     lambda cs: len(set(cs))),
+    ("first", "Return the first of {}, or None if there are none.", "Optional[str]",
+     lambda cs: cs[0] if cs else None),
+    ("last", "Return the last of {}, or None if there are none.", "Optional[str]",
+     lambda cs: cs[-1] if cs else None),
+    ("list", "Return a list of {}, in their original order.", "List[str]", list),
+    ("most_common", "Return the most frequent of {}; the first to appear if several are equally "
+     "frequent, or None if there are none.", "Optional[str]", lambda cs: max(cs, key=cs.count, default=None)),
+)
+_TEXT_SYMBOLS = ("!", "?", ",", ".", "-", "#", "&", "@")
+# fmt: on
+
+
+def _sample_text(rng: random.Random) -> str:
+    """A short text for the character tasks' examples: 2-4 words in mixed case, sometimes a number,
+    sometimes a symbol."""
+    words = [
+        rng.choice((str.lower, str.capitalize, str.upper))(w)
+        for w in rng.sample(_LIST_WORDS, rng.randint(2, 4))
+    ]
+    if rng.random() < 0.5:
+        words.insert(rng.randint(0, len(words)), str(rng.randint(1, 999)))
+    text = " ".join(words)
+    return text + rng.choice(_TEXT_SYMBOLS) if rng.random() < 0.5 else text
+
+
+def text_function_prompts(seed: int = 0) -> list[str]:
+    """Every character filter x change x summary task over ``text: str``, with 2-3 examples each."""
+    parts = (_CHARACTER_FILTERS, _CHARACTER_CHANGES, _CHARACTER_SUMMARIES)
+    prompts = _composed_prompts(random.Random(seed + 37), parts, "text", "str", lambda r: (_sample_text(r),))
     return list(dict.fromkeys(prompts))
 
 
@@ -1346,6 +1420,8 @@ def builtin_prompts(
         pool += threshold_function_prompts(seed)
     if "growth-problems" in sources:
         pool += growth_problems(1000, seed)
+    if "text-functions" in sources:
+        pool += text_function_prompts(seed)
     if "math-word-problems" in sources:
         pool += math_word_problems(max(1000, (count or 0) - len(pool)), seed)
     pool = list(dict.fromkeys(pool))
