@@ -298,6 +298,13 @@ def test_library_completions_are_numpy_scipy_pandas_headers_disjoint_from_the_ot
     assert overlapping_prompts(mix, evaluation) == []
 
 
+def test_every_prompt_source_adds_prompts_to_the_pool():
+    from sglang_dflash.train.data import _POOL_MAKERS, SOURCES
+
+    # A source listed in SOURCES without a maker would be accepted and add nothing.
+    assert set(_POOL_MAKERS) | {"math-word-problems"} == set(SOURCES)
+
+
 def _doctest_examples(prompts: list[str], name: str) -> list[tuple[tuple, object]]:
     """The ``>>>`` examples of the prompt defining ``name``: (argument tuple, printed result) each."""
     prompt = next(p for p in prompts if f"def {name}(" in p)
@@ -306,18 +313,32 @@ def _doctest_examples(prompts: list[str], name: str) -> list[tuple[tuple, object
     return [(ast.literal_eval(f"({arguments},)"), ast.literal_eval(result)) for arguments, result in found]
 
 
+def _assert_one_named_task_each(prompts: list[str]) -> None:
+    """Every prompt parses (a typing import, a header and its docstring), has 2-3 ``>>>`` examples, and
+    names its own function: one task per combination, named after its parts."""
+    names = [ast.parse(prompt).body[-1].name for prompt in prompts]
+    assert len(set(names)) == len(prompts) and all(2 <= p.count(">>> ") <= 3 for p in prompts)
+
+
+def _assert_pool_is_tasks_disjoint_from_code_and_humaneval(
+    source: str, prompts: list[str], other_sources: tuple[str, ...]
+) -> None:
+    """``source``'s pool is exactly ``prompts``, shares none with ``other_sources`` and no 12-word run
+    with a HumanEval prompt."""
+    mix = builtin_prompts(sources=(source,))
+    assert sorted(mix) == sorted(prompts)
+    assert not set(mix) & set(builtin_prompts(sources=other_sources))
+    humaneval = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl"))
+    assert overlapping_prompts(mix, humaneval) == []
+
+
 def test_composed_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import composed_function_prompts
 
     prompts = composed_function_prompts()
     # 10 filters x 8 changes x 9 summaries over numbers, 7 x 6 x 4 over words + 7 word counts.
     assert len(prompts) == 720 + 168 + 7 and prompts == composed_function_prompts()
-    names = []
-    for prompt in prompts:  # a typing import, a header and its docstring: valid Python
-        function = ast.parse(prompt).body[-1]
-        names.append(function.name)
-        assert 2 <= prompt.count(">>> ") <= 3
-    assert len(set(names)) == len(prompts)  # one task per combination, named after its parts
+    _assert_one_named_task_each(prompts)
 
     # The examples are what the docstring says, computed here independently of the source's code.
     for (numbers,), result in _doctest_examples(prompts, "sum_squared_even"):
@@ -330,12 +351,8 @@ def test_composed_functions_are_every_combination_with_right_examples_and_disjoi
         assert result == " ".join(w.upper() for w in words if w[0] in "aeiou")
     sentence = "Return the sum of the squares of the even numbers in the list (0 if there are none)."
     assert sentence in next(p for p in prompts if "def sum_squared_even(" in p)
-    mix = builtin_prompts(sources=("composed-functions",))
-    assert sorted(mix) == sorted(prompts)
-    others = builtin_prompts(sources=("code-completions", "package-completions", "library-completions"))
-    assert not set(mix) & set(others)
-    humaneval = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl"))
-    assert overlapping_prompts(mix, humaneval) == []
+    others = ("code-completions", "package-completions", "library-completions")
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("composed-functions", prompts, others)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
@@ -344,8 +361,7 @@ def test_threshold_functions_are_every_combination_with_right_examples_and_disjo
     prompts = threshold_function_prompts()
     # 8 filters x 8 changes x 9 summaries.
     assert len(prompts) == 8 * 8 * 9 and prompts == threshold_function_prompts()
-    names = [ast.parse(prompt).body[-1].name for prompt in prompts]
-    assert len(set(names)) == len(prompts) and all(2 <= p.count(">>> ") <= 3 for p in prompts)
+    _assert_one_named_task_each(prompts)
 
     # The examples are what the docstring says, computed here independently of the source's code.
     for (numbers, k), result in _doctest_examples(prompts, "sum_squared_above_k"):
@@ -358,14 +374,8 @@ def test_threshold_functions_are_every_combination_with_right_examples_and_disjo
         "Return the sum of the squares of the numbers in the list greater than k (0 if there are none)."
     )
     assert sentence in next(p for p in prompts if "def sum_squared_above_k(" in p)
-    mix = builtin_prompts(sources=("threshold-functions",))
-    assert sorted(mix) == sorted(prompts)
-    others = builtin_prompts(
-        sources=("code-completions", "package-completions", "library-completions", "composed-functions")
-    )
-    assert not set(mix) & set(others)
-    humaneval = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl"))
-    assert overlapping_prompts(mix, humaneval) == []
+    others = ("code-completions", "package-completions", "library-completions", "composed-functions")
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("threshold-functions", prompts, others)
 
 
 def test_text_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
@@ -374,8 +384,7 @@ def test_text_functions_are_every_combination_with_right_examples_and_disjoint_f
     prompts = text_function_prompts()
     # 9 filters x 6 changes x 10 summaries, less the 9 x 5 counts of changed characters.
     assert len(prompts) == 9 * 6 * 10 - 9 * 5 and prompts == text_function_prompts()
-    names = [ast.parse(prompt).body[-1].name for prompt in prompts]
-    assert len(set(names)) == len(prompts) and all(2 <= p.count(">>> ") <= 3 for p in prompts)
+    _assert_one_named_task_each(prompts)
 
     # The examples are what the docstring says, computed here independently of the source's code.
     for (text,), result in _doctest_examples(prompts, "joined_upper_vowels"):
@@ -389,20 +398,14 @@ def test_text_functions_are_every_combination_with_right_examples_and_disjoint_f
         assert result == next((c for c in text if counts[c] == max(counts.values())), None)
     sentence = "Return the vowels in the text, in upper case, joined into one string in their original order."
     assert sentence in next(p for p in prompts if "def joined_upper_vowels(" in p)
-    mix = builtin_prompts(sources=("text-functions",))
-    assert sorted(mix) == sorted(prompts)
-    others = builtin_prompts(
-        sources=(
-            "code-completions",
-            "package-completions",
-            "library-completions",
-            "composed-functions",
-            "threshold-functions",
-        )
+    others = (
+        "code-completions",
+        "package-completions",
+        "library-completions",
+        "composed-functions",
+        "threshold-functions",
     )
-    assert not set(mix) & set(others)
-    humaneval = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl"))
-    assert overlapping_prompts(mix, humaneval) == []
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("text-functions", prompts, others)
 
 
 @pytest.mark.parametrize(

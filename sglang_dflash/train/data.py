@@ -682,7 +682,7 @@ def _composed_prompts(
     ``make_call`` draws from ``rng``."""
     prompts = []
     for filter_, change, summary in itertools.product(*parts):
-        if summary[0] == "count" and change[0]:  # a count is the same whatever the words become
+        if summary[0] == "count" and change[0]:  # a count is the same whatever the items become
             continue
         name, signature, sentence, implementation = _composed_task(
             filter_, change, summary, argument, argument_type, bound
@@ -1384,6 +1384,28 @@ def growth_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_GROWTH_STORY_TEMPLATES, count, seed + 31)
 
 
+# Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
+# shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
+# in builtin_prompts: it tops the pool up to ``count``.
+_POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
+    "stdlib-functions": lambda seed: stdlib_function_prompts(),
+    "coding-tasks": lambda seed: coding_task_prompts(),
+    "concepts": lambda seed: concept_prompts(),
+    "code-completions": code_completion_prompts,
+    "word-problems": lambda seed: word_problems(600, seed),
+    "package-completions": lambda seed: package_completion_prompts(),
+    "story-problems": lambda seed: story_problems(1200, seed),
+    "library-completions": lambda seed: library_completion_prompts(),
+    "chain-problems": lambda seed: chain_problems(1000, seed),
+    "compare-problems": lambda seed: compare_problems(1000, seed),
+    "composed-functions": composed_function_prompts,
+    "remainder-problems": lambda seed: remainder_problems(1000, seed),
+    "threshold-functions": threshold_function_prompts,
+    "growth-problems": lambda seed: growth_problems(1000, seed),
+    "text-functions": text_function_prompts,
+}
+
+
 def builtin_prompts(
     count: int | None = None, seed: int = 0, sources: Sequence[str] = DEFAULT_SOURCES
 ) -> list[str]:
@@ -1392,36 +1414,9 @@ def builtin_prompts(
     if unknown:
         raise ValueError(f"prompt sources {unknown} are invalid; expected some of {SOURCES}")
     pool: list[str] = []
-    if "stdlib-functions" in sources:
-        pool += stdlib_function_prompts()
-    if "coding-tasks" in sources:
-        pool += coding_task_prompts()
-    if "concepts" in sources:
-        pool += concept_prompts()
-    if "code-completions" in sources:
-        pool += code_completion_prompts(seed)
-    if "word-problems" in sources:
-        pool += word_problems(600, seed)
-    if "package-completions" in sources:
-        pool += package_completion_prompts()
-    if "story-problems" in sources:
-        pool += story_problems(1200, seed)
-    if "library-completions" in sources:
-        pool += library_completion_prompts()
-    if "chain-problems" in sources:
-        pool += chain_problems(1000, seed)
-    if "compare-problems" in sources:
-        pool += compare_problems(1000, seed)
-    if "composed-functions" in sources:
-        pool += composed_function_prompts(seed)
-    if "remainder-problems" in sources:
-        pool += remainder_problems(1000, seed)
-    if "threshold-functions" in sources:
-        pool += threshold_function_prompts(seed)
-    if "growth-problems" in sources:
-        pool += growth_problems(1000, seed)
-    if "text-functions" in sources:
-        pool += text_function_prompts(seed)
+    for source, make in _POOL_MAKERS.items():
+        if source in sources:
+            pool += make(seed)
     if "math-word-problems" in sources:
         pool += math_word_problems(max(1000, (count or 0) - len(pool)), seed)
     pool = list(dict.fromkeys(pool))
