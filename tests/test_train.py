@@ -418,6 +418,8 @@ def test_text_functions_are_every_combination_with_right_examples_and_disjoint_f
         ("remainder-problems", "_REMAINDER_STORY_TEMPLATES", "remainder_problems", 989),
         # three of the 1000 drawn stories repeat another
         ("growth-problems", "_GROWTH_STORY_TEMPLATES", "growth_problems", 997),
+        # five of the 1000 drawn stories repeat another
+        ("shopping-problems", "_SHOPPING_STORY_TEMPLATES", "shopping_problems", 995),
     ],
 )
 def test_template_story_sources_use_every_template_and_stay_disjoint_from_gsm8k(
@@ -439,6 +441,7 @@ def test_template_story_sources_use_every_template_and_stay_disjoint_from_gsm8k(
         "compare-problems",
         "remainder-problems",
         "growth-problems",
+        "shopping-problems",
     )
     others = [s for s in stories if s != source]
     assert not set(mix) & set(builtin_prompts(sources=others))

@@ -73,6 +73,12 @@ And a sixth code source:
   string in their original order"), every combination once (495 tasks), examples computed by
   running the implementation.
 
+And a seventh story source:
+
+- ``shopping-problems``: GSM8K-shaped stories from 40 further templates of buying and selling:
+  several items at their own prices, discounts and coupons, tax and tips, bulk deals, a bill
+  split between friends, a seller's cost, price and profit.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -110,6 +116,7 @@ SOURCES = (
     "threshold-functions",
     "growth-problems",
     "text-functions",
+    "shopping-problems",
 )
 
 # Prompt-mix tables: kept compact on purpose (one idea per line, not one word per line).
@@ -1384,6 +1391,101 @@ def growth_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_GROWTH_STORY_TEMPLATES, count, seed + 31)
 
 
+# GSM8K-shaped stories of buying and selling (``shopping-problems``): several items at their own
+# prices, discounts and coupons, sales tax and tips, bulk deals, a bill split between friends, a
+# seller's cost, price and profit; every slot is filled by :func:`_story_values`.
+# fmt: off
+_SHOPPING_STORY_TEMPLATES = (
+    "{a} buys {w} shirts at ${p} each and {y} pairs of socks at ${q} a pair. How much does {a} "
+    "spend in all?",
+    "A jacket costs ${x}0. It is on sale for {pct}% off, and {a} has a coupon for ${y} off the sale "
+    "price. How much does {a} pay for the jacket?",
+    "{a}, {b} and {c} eat dinner together. The meal costs ${x}0 and they leave a {pct}% tip. They "
+    "split the total equally. How much does each of them pay?",
+    "A shop sells pencils at ${q} each or in packs of {slices} for ${p}. How much does {a} save by "
+    "buying {w} packs instead of the same number of single pencils?",
+    "{a} buys {y} kilograms of apples at ${q} a kilogram and {z} kilograms of pears at ${p} a "
+    "kilogram. Sales tax is {pct}%. What is the total with tax?",
+    "A farmer sells eggs at ${p} for a box of {slices}. On Saturday the farmer sells {x}0 eggs. How "
+    "much money does the farmer take in?",
+    "{a} buys a bike for ${x}0 and sells it a year later for {pct}% less than that. How much money "
+    "does {a} lose on the bike?",
+    "A bakery sells cupcakes for ${q} each. Each cupcake costs the bakery {m} cents to make. How much "
+    "profit does the bakery make on {x}0 cupcakes?",
+    "{a} has ${bill} and buys {w} notebooks at ${p} each. With the change, {a} buys as many ${q} "
+    "erasers as possible. How many erasers does {a} buy?",
+    "The grocery store has a deal: buy {z} cans of soup, get one free. Each can costs ${q}. How "
+    "much does {a} pay for {x} cans of soup?",
+    "{a} orders {y} pizzas at ${p} each and pays a ${z} delivery fee and a ${w} tip. {a} and {h} "
+    "friends split the cost equally. How much does each person pay?",
+    "A toy store buys board games for ${p} each and sells them for {pct}% more. How much profit "
+    "does the store make if it sells {x} board games?",
+    "{a} wants to buy a video game that costs ${x}. {a} already has ${y} and earns ${z} for each "
+    "car washed. How many cars must {a} wash to buy the game?",
+    "A box of {slices} granola bars costs ${p}. Single granola bars cost ${q} each. {a} needs {x}0 "
+    "bars for a class trip. What is the cheapest way to buy them, and what does it cost?",
+    "{a} spends ${x} on groceries on Monday, twice as much on Wednesday, and ${y} less than "
+    "Wednesday on Saturday. How much does {a} spend on groceries that week?",
+    "A phone costs ${x}0 in one payment, or ${y}0 a month for {t} months. How much more does {a} "
+    "pay by choosing the monthly plan?",
+    "{a} buys {w} tickets to a concert at ${x} each. There is a service fee of ${q} per ticket and "
+    "a ${z} fee for the whole order. What is the total cost?",
+    "A clothing store marks up every item by {pct}% over what it paid. It paid ${x} for a sweater. "
+    "During a sale it takes ${y} off the marked price. What is the sale price?",
+    "{a} sells lemonade for ${q} a cup. The lemons and sugar for each batch of {slices} cups cost "
+    "${p}. {a} sells {x} cups. How much profit does {a} make if only whole batches are made?",
+    "{a} has a gift card worth ${x}0. {a} buys {y} books at ${p} each and a bookmark for ${q}. How "
+    "much is left on the gift card?",
+    "A restaurant bill for {w} people comes to ${x}0. Sales tax of {z}% is added, and then a tip of "
+    "{pct}% of the bill before tax. What do they pay in total?",
+    "{a} pays ${p} an hour to park downtown. {a} parks for {h} hours on {z} days a week. How much "
+    "does parking cost {a} in {w} weeks?",
+    "Notebooks cost ${q} each. The store gives {pct}% off when a customer buys {slices} or more. How "
+    "much does a teacher pay for {x} notebooks?",
+    "{a} buys {y} plants for the garden at ${p} each, {z} bags of soil at ${w} each, and a shovel "
+    "for ${x}. How much does {a} spend?",
+    "A market sells {x}0 melons on Saturday at ${z} each and {y}0 on Sunday at a price ${q} lower. "
+    "How much money does it take in over the weekend?",
+    "{a} and {b} buy a present together for ${x}. {a} pays ${y} more than {b}. How much does each "
+    "of them pay?",
+    "A coffee shop sells a small coffee for ${q} and a large one for ${z}. In a morning it sells "
+    "{x} small and {y}0 large coffees. How much money does it take in?",
+    "{a} has ${x}0 to spend on a party. The cake costs ${p}0, the balloons cost ${y} and each of the "
+    "{slices} guests gets a ${q} party bag. How much money is left?",
+    "A shoe store has a sale: the second pair costs half price. {a} buys two pairs at ${x} each. "
+    "How much does {a} pay, and how much is saved?",
+    "{a} buys {w} pounds of coffee beans at ${p} a pound every month. Next month the price goes up "
+    "by {pct}%. How much more will {a} spend next month?",
+    "A movie ticket costs ${p} for adults and ${z} less for children. A family of {y} adults and {w} "
+    "children goes to the movies. How much do the tickets cost?",
+    "{a} sells old comic books online. {a} sells {x} books at ${q} each and pays the website {pct}% "
+    "of the sales as a fee. How much money does {a} keep?",
+    "A store buys {x}0 hats for ${p} each. It sells {pct}% of them at ${y}0 each and the rest at "
+    "half that price. How much profit does it make?",
+    "{a} buys {slices} cans of paint at ${p} each and returns {z} unopened cans for a full refund. "
+    "How much did {a} spend on paint in the end?",
+    "{a} earns ${p} an hour babysitting and wants to buy shoes that cost ${x}0. {a} has already "
+    "saved ${y}0. How many hours must {a} babysit to afford the shoes?",
+    "A bag of rice costs ${p} and feeds a family for {w} days. How much does the family spend on "
+    "rice in a year of 365 days if they buy only whole bags?",
+    "{a} buys {y} tickets for a fair at ${q} each. Each ride takes {z} tickets. {a} goes on {w} "
+    "rides. How many tickets are left, and what were they worth?",
+    "A sandwich costs ${p} and a drink costs ${q}. A lunch deal gives both for ${z} less. How much "
+    "do {x} workers save by all taking the lunch deal?",
+    "{a} owes ${x}0 on a loan and pays back ${y} every week. After {w} weeks, {a} pays off half of "
+    "what is left. How much is still owed?",
+    "A store sells {t} kinds of cookies. {a} buys {z} boxes of each kind at ${p} a box and gets "
+    "{pct}% off the whole order. How much does {a} pay?",
+)
+# fmt: on
+
+
+def shopping_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of buying and selling, from ``_SHOPPING_STORY_TEMPLATES`` (no
+    instruction appended)."""
+    return _template_stories(_SHOPPING_STORY_TEMPLATES, count, seed + 41)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -1403,6 +1505,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "threshold-functions": threshold_function_prompts,
     "growth-problems": lambda seed: growth_problems(1000, seed),
     "text-functions": text_function_prompts,
+    "shopping-problems": lambda seed: shopping_problems(1000, seed),
 }
 
 
