@@ -360,7 +360,8 @@ def _add_train(sub) -> None:
     p.add_argument(
         "--init-drafter",
         default=None,
-        help="start from this drafter's weights (same shape; a warm restart with a new schedule)",
+        help="start from this drafter's weights (same shape, or fewer layers: the new ones start as identity "
+        "maps; a warm restart with a new schedule)",
     )
     p.add_argument("--no-resume", dest="resume", action="store_false")
     p.add_argument(

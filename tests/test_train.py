@@ -24,7 +24,7 @@ from sglang_dflash.train.objective import (
     position_weights,
     sample_anchors,
 )
-from sglang_dflash.train.trainer import TrainConfig, init_from_target_layers, train
+from sglang_dflash.train.trainer import TrainConfig, build_drafter, init_from_target_layers, train
 
 SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 
@@ -161,6 +161,56 @@ def test_warm_start_begins_from_the_earlier_drafter_and_refuses_another_shape(co
         train(config(path, tmp_path / "other", block_size=8, init_drafter=str(earlier)), target=target)
     with pytest.raises(ValueError, match="--init-drafter is .*valid config.json"):
         train(config(path, tmp_path / "none", init_drafter=str(tmp_path / "missing")), target=target)
+
+
+def test_a_grown_warm_start_drafts_what_the_earlier_drafter_did_then_trains_its_new_layer(
+    corpus, trained, tmp_path
+):
+    target, path, _ = corpus
+    earlier, _ = trained
+    logs = {}
+    same_context = {"target_layer_ids": [1, 3]}  # the earlier drafter's (the default follows the layer count)
+    for name, layers in (("same", 2), ("grown", 3)):
+        out = tmp_path / name
+        train(
+            config(
+                path,
+                out,
+                steps=3,
+                num_draft_layers=layers,
+                init_drafter=str(earlier),
+                **same_context,
+                log_every=1,
+            ),
+            target=target,
+        )
+        logs[name] = [json.loads(line) for line in open(out / "train_log.jsonl")]
+    # Step 1 is scored before any update: the new layer adds exactly zero to the residual stream.
+    assert logs["grown"][0]["loss"] == pytest.approx(logs["same"][0]["loss"], rel=1e-6), logs
+    grown = load_drafter(str(tmp_path / "grown"), target_config=target.config)
+    assert len(grown.layers) == 3
+    assert grown.layers[2].self_attn.o_proj.weight.abs().sum() > 0  # trained away from zero
+    start = build_drafter(
+        config(path, tmp_path / "x", num_draft_layers=3, init_drafter=str(earlier), **same_context), target
+    )
+    before = load_drafter(str(earlier), target_config=target.config)
+    assert all(
+        torch.equal(a.float(), b.float())
+        for a, b in zip(before.layers[1].parameters(), start.layers[1].parameters())
+    )
+    assert torch.equal(
+        start.layers[2].self_attn.q_proj.weight, target.model.layers[-1].self_attn.q_proj.weight
+    )
+    assert (
+        not start.layers[2].mlp.down_proj.weight.any() and not start.layers[2].self_attn.o_proj.weight.any()
+    )
+    with pytest.raises(
+        ValueError, match=r"--init-drafter is .*fewer layers.*num_hidden_layers 2 \(this run: 1\)"
+    ):
+        train(
+            config(path, tmp_path / "shrunk", num_draft_layers=1, init_drafter=str(earlier), **same_context),
+            target=target,
+        )
 
 
 def test_bad_train_config_and_records(tmp_path):

@@ -28,6 +28,8 @@
 #                                      bf16, 1.75x faster steps; fp32 as runs before 2026-11-27)
 #   INIT_DRAFTER=<the committed one>   warm start from a drafter of the same shape (empty: from the target's
 #                                      layers); $WORK/drafter/checkpoints/last.pt, when there, wins
+#   DRAFT_LAYERS=2                     draft layers; more than INIT_DRAFTER's grows it (the new layers start
+#                                      as identity maps, so the first step drafts what INIT_DRAFTER did)
 #   HELDOUT=32 EVAL_EVERY=50           held-out records and how often their acceptance is logged
 #   HELDOUT_AMONG=<all>                draw them among the first N records (keep an earlier hold-out)
 #   EVAL_PROMPTS=100 EVAL_MINUTES=     acceptance measurement per evaluation set
@@ -124,7 +126,7 @@ num_chunks=$(cat "$work/num_chunks")
 #    the layers from an earlier drafter instead (a warm restart: new optimizer, schedule and hold-out).
 want train && stage train sglang-dflash train --target "$target" --features "$features" \
   ${EXTRA_FEATURES:+--extra-features $EXTRA_FEATURES} --num-chunks "$num_chunks" \
-  --out "$work/drafter" --num-draft-layers 2 --block-size 16 --target-layer-ids $layers \
+  --out "$work/drafter" --num-draft-layers "${DRAFT_LAYERS:-2}" --block-size 16 --target-layer-ids $layers \
   --mask-token-id 6 --mask-token "<filename>" --steps "${STEPS:-700}" --batch-size 8 --num-anchors 32 \
   --max-seq-len 512 --lr "${LR:-8e-4}" --min-lr-ratio "${MIN_LR_RATIO:-0.1}" --warmup-steps "${WARMUP:-30}" --gamma 7 --sample-positions --heldout "${HELDOUT:-32}" ${HELDOUT_AMONG:+--heldout-among "$HELDOUT_AMONG"} --eval-every "${EVAL_EVERY:-50}" \
   --snapshot-every 50 --save-every "${SAVE_EVERY:-10}" --log-every 5 --threads "${THREADS:-1}" --precision "${PRECISION:-auto}" \

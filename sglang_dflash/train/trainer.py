@@ -240,15 +240,17 @@ def build_drafter(config: TrainConfig, target: torch.nn.Module) -> DFlashDraftMo
         for name, p in drafter.named_parameters():
             if not name.endswith("norm.weight"):
                 p.normal_(0.0, tcfg.initializer_range if hasattr(tcfg, "initializer_range") else 0.02)
+    if config.init_from_target:
+        # Under a grown warm start the layers the earlier drafter lacks keep these copies.
+        init_from_target_layers(drafter, target)
     if config.init_drafter:
         load_warm_start(drafter, config.init_drafter)
-    elif config.init_from_target:
-        init_from_target_layers(drafter, target)
     return drafter
 
 
 def load_warm_start(drafter: DFlashDraftModel, directory: str) -> None:
-    """Start from an earlier drafter's weights (``--init-drafter``): same shape and context layers.
+    """Start from an earlier drafter's weights (``--init-drafter``): same shape and context layers,
+    or the same with fewer draft layers (a grown drafter, :func:`grow_layers`).
 
     The rest of the run is new (optimizer, schedule, data order), so this is a warm restart, not a
     resume; ``checkpoints/last.pt`` of the new run still takes precedence when it exists.
@@ -260,6 +262,12 @@ def load_warm_start(drafter: DFlashDraftModel, directory: str) -> None:
             "init_drafter", directory, f"a drafter directory with a valid config.json ({e})"
         ) from e
     ours, theirs = drafter.config.to_dict(), earlier.to_dict()
+    grown = 0 < earlier.num_hidden_layers < drafter.config.num_hidden_layers
+    if grown:  # compare the earlier drafter with this one's first layers
+        theirs = {**theirs, "num_hidden_layers": ours["num_hidden_layers"]}
+        theirs["layer_types"] = (
+            list(earlier.layer_types) + list(ours["layer_types"])[earlier.num_hidden_layers :]
+        )
     differing = sorted(
         k
         for k in ours.keys() | theirs.keys()
@@ -267,12 +275,34 @@ def load_warm_start(drafter: DFlashDraftModel, directory: str) -> None:
     )
     if differing:
         shown = ", ".join(f"{k} {theirs.get(k)!r} (this run: {ours.get(k)!r})" for k in differing)
-        raise train_error("init_drafter", directory, f"a drafter of this run's shape; it differs in {shown}")
+        raise train_error(
+            "init_drafter", directory, f"a drafter of this run's shape or fewer layers; it differs in {shown}"
+        )
     state = read_state_dict(directory)
     for name in ignored_tensors(state):
         del state[name]
     with torch.no_grad():
+        if grown:
+            state = {**drafter.state_dict(), **state}
         drafter.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+        if grown:
+            grow_layers(drafter, earlier.num_hidden_layers)
+
+
+def grow_layers(drafter: DFlashDraftModel, kept: int) -> None:
+    """Make draft layers ``kept ..`` identity maps of the residual stream (their attention output and
+    MLP down projections zeroed), so the grown drafter drafts exactly what its first ``kept`` layers
+    did and training starts from the earlier drafter's acceptance, not below it.
+
+    Their other weights keep their initialisation (the target's layers where shapes agree), so the
+    zeroed projections receive gradients from the first step on.
+    """
+    with torch.no_grad():
+        for layer in drafter.layers[kept:]:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+            if layer.self_attn.o_proj.bias is not None:
+                layer.self_attn.o_proj.bias.zero_()
 
 
 class SequenceBatches:
