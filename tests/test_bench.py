@@ -494,3 +494,72 @@ def test_the_harness_asks_for_level_warmups_on_gpus_only(monkeypatch, tmp_path):
         )
         harness.run_mode(cfg, "baseline", [], str(tmp_path))
         assert written["warm_every_level"] is expected
+
+
+class _StreamingEngine:
+    """``Engine.async_generate(stream=True)`` as SGLang streams it: a single request yields its own
+    chunks; a batch yields every request's chunks interleaved, each tagged with its ``index``.
+    Request k answers ``n`` tokens ``[k, k, ...]`` (k = its prompt's only token id), one per chunk."""
+
+    def __init__(self, tokens: int = 3) -> None:
+        self.tokens, self.calls, self.in_flight, self.most_in_flight = tokens, [], 0, 0
+
+    def _started(self, n: int) -> None:
+        self.in_flight += n
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+
+    def _chunk(self, prompt_ids: list[int], step: int) -> dict:
+        done = step == self.tokens - 1
+        meta = {"completion_tokens": step + 1, "finish_reason": {"type": "length"} if done else None}
+        return {"output_ids": [prompt_ids[0]], "meta_info": meta}
+
+    async def async_generate(self, input_ids, sampling_params, stream):
+        import asyncio
+
+        assert stream
+        batch = isinstance(input_ids[0], list)
+        self.calls.append([ids[0] for ids in input_ids] if batch else input_ids[0])
+        requests = input_ids if batch else [input_ids]
+        self._started(len(requests))
+
+        async def chunks():
+            for step in range(self.tokens):
+                for index, ids in enumerate(requests):
+                    await asyncio.sleep(0)
+                    chunk = self._chunk(ids, step)
+                    if step == self.tokens - 1:
+                        self.in_flight -= 1
+                    yield {**chunk, "index": index} if batch else chunk
+
+        return chunks()
+
+
+def test_a_levels_first_wave_arrives_as_one_batch_and_the_rest_as_slots_free():
+    """One by one, the first request of a wave reached an idle scheduler alone and was prefilled by
+    itself while the others waited (2026-11-27: a c=16 level's time to first token moved by up to a
+    second between runs); sent as one batch, the wave reaches the scheduler together."""
+    import asyncio
+
+    from sglang_dflash.bench.engine_run import run_group
+
+    prompts = [{"id": f"p{k}", "input_ids": [k]} for k in range(6)]
+    engine = _StreamingEngine()
+    samples, _ = asyncio.run(run_group(engine, prompts, {}, 4, "test"))
+    assert engine.calls == [[0, 1, 2, 3], 4, 5]  # the wave, then one request per freed slot
+    assert engine.most_in_flight == 4
+    assert sorted(s["id"] for s in samples) == [p["id"] for p in prompts]
+    for s in samples:
+        k = int(s["id"][1:])
+        assert s["output_ids"] == [k] * 3 and s["completion_tokens"] == 3
+        assert 0 <= s["ttft"] <= s["latency"]
+
+    separate = _StreamingEngine()
+    asyncio.run(run_group(separate, prompts, {}, 4, "test", first_wave="separate"))
+    assert separate.calls == [0, 1, 2, 3, 4, 5] and separate.most_in_flight == 4
+    one = _StreamingEngine()
+    asyncio.run(run_group(one, prompts[:2], {}, 1, "test"))
+    assert one.calls == [0, 1]  # a level of one request at a time has no wave to batch
+    with pytest.raises(ValueError, match="first_wave is 'all'; expected one of"):
+        asyncio.run(run_group(engine, prompts, {}, 4, "test", first_wave="all"))
+    with pytest.raises(ValueError, match="--first-wave is 'all'"):
+        BenchConfig(model="m", datasets=[], out="o", modes=["baseline"], first_wave="all")

@@ -5,7 +5,12 @@
 CONFIG holds ``mode``, ``engine_args``, ``sampling_params``, ``warmup``, ``warm_every_level`` and
 ``groups`` (each a dataset name, a concurrency and its prompts as token ids).  Requests of a group
 are issued with at most ``concurrency`` in flight; each is streamed so its time to first token is
-measured.
+measured.  With ``first_wave: "batch"`` (the default) a group's first ``concurrency`` requests go
+to the engine as one batched request, as an offline batch job's do, so they reach the scheduler
+together and share one prefill; one by one, the first of them often reaches an idle scheduler
+alone and is prefilled by itself while the others wait, which moved a one-wave level's wall time
+by up to a second from run to run.  The requests after the first wave follow one by one as slots
+free.
 """
 
 from __future__ import annotations
@@ -18,46 +23,101 @@ import time
 
 from tqdm import tqdm
 
+FIRST_WAVES = ("batch", "separate")
 
-async def _one(engine, prompt: dict, params: dict, limiter: asyncio.Semaphore) -> dict:
+
+class _Stream:
+    """One request's streamed chunks: its time to first token, latency and output."""
+
+    def __init__(self, prompt: dict, start: float) -> None:
+        self.prompt, self.start = prompt, start
+        self.ttft: float | None = None
+        self.latency: float | None = None
+        self.last: dict | None = None
+        self.chunks: list[list[int]] = []
+
+    def add(self, chunk: dict) -> None:
+        if self.ttft is None:
+            self.ttft = time.perf_counter() - self.start
+        self.chunks.append(list(chunk.get("output_ids") or []))
+        self.last = chunk
+
+    def finish(self) -> None:
+        self.latency = time.perf_counter() - self.start
+
+    @property
+    def finished(self) -> bool:
+        return (self.last or {}).get("meta_info", {}).get("finish_reason") is not None
+
+    def sample(self) -> dict:
+        meta = (self.last or {}).get("meta_info", {})
+        completion = int(meta.get("completion_tokens", 0))
+        chunks = self.chunks
+        # Non-incremental streaming repeats all tokens in every chunk; incremental streaming does not.
+        whole = chunks and len(chunks[-1]) == completion
+        output_ids = chunks[-1] if whole else [t for c in chunks for t in c]
+        return {
+            "id": self.prompt["id"],
+            "output_ids": output_ids,
+            "latency": self.latency,
+            "ttft": self.ttft,
+            "completion_tokens": completion,
+            "spec_verify_ct": meta.get("spec_verify_ct"),
+            "spec_accept_length": meta.get("spec_accept_length"),
+            "finish_reason": str(meta.get("finish_reason")),
+        }
+
+
+async def _one(engine, prompt: dict, params: dict, limiter: asyncio.Semaphore) -> list[dict]:
     async with limiter:
-        start = time.perf_counter()
-        ttft, last, chunks = None, None, []
+        one = _Stream(prompt, time.perf_counter())
         stream = await engine.async_generate(
             input_ids=list(prompt["input_ids"]), sampling_params=params, stream=True
         )
         async for chunk in stream:
-            if ttft is None:
-                ttft = time.perf_counter() - start
-            chunks.append(list(chunk.get("output_ids") or []))
-            last = chunk
-        latency = time.perf_counter() - start
-    meta = (last or {}).get("meta_info", {})
-    completion = int(meta.get("completion_tokens", 0))
-    # Non-incremental streaming repeats all tokens in every chunk; incremental streaming does not.
-    output_ids = chunks[-1] if chunks and len(chunks[-1]) == completion else [t for c in chunks for t in c]
-    return {
-        "id": prompt["id"],
-        "output_ids": output_ids,
-        "latency": latency,
-        "ttft": ttft,
-        "completion_tokens": completion,
-        "spec_verify_ct": meta.get("spec_verify_ct"),
-        "spec_accept_length": meta.get("spec_accept_length"),
-        "finish_reason": str(meta.get("finish_reason")),
-    }
+            one.add(chunk)
+        one.finish()
+    return [one.sample()]
+
+
+async def _wave(engine, prompts: list[dict], params: dict, limiter: asyncio.Semaphore) -> list[dict]:
+    """``prompts`` as one batched streamed request, each holding a slot of ``limiter`` until it ends."""
+    for _ in prompts:
+        await limiter.acquire()
+    start = time.perf_counter()
+    streams = [_Stream(p, start) for p in prompts]
+    batch = await engine.async_generate(
+        input_ids=[list(p["input_ids"]) for p in prompts], sampling_params=params, stream=True
+    )
+    async for chunk in batch:
+        one = streams[chunk["index"]]
+        one.add(chunk)
+        if one.finished:
+            one.finish()
+            limiter.release()
+    for one in streams:
+        if one.latency is None:  # ended without a finish reason: the stream's end is its end
+            one.finish()
+            limiter.release()
+    return [one.sample() for one in streams]
 
 
 async def run_group(
-    engine, prompts: list[dict], params: dict, concurrency: int, desc: str
+    engine, prompts: list[dict], params: dict, concurrency: int, desc: str, first_wave: str = "batch"
 ) -> tuple[list[dict], float]:
+    if first_wave not in FIRST_WAVES:
+        raise ValueError(f"bench: first_wave is {first_wave!r}; expected one of {list(FIRST_WAVES)}")
     limiter = asyncio.Semaphore(concurrency)
     start = time.perf_counter()
-    tasks = [asyncio.ensure_future(_one(engine, p, params, limiter)) for p in prompts]
-    samples = [
-        await t
-        for t in tqdm(asyncio.as_completed(tasks), total=len(tasks), desc=desc, unit="req", file=sys.stderr)
-    ]
+    wave = prompts[:concurrency] if first_wave == "batch" and concurrency > 1 else []
+    tasks = [asyncio.ensure_future(_wave(engine, wave, params, limiter))] if wave else []
+    tasks += [asyncio.ensure_future(_one(engine, p, params, limiter)) for p in prompts[len(wave) :]]
+    samples = []
+    with tqdm(total=len(prompts), desc=desc, unit="req", file=sys.stderr) as bar:
+        for task in asyncio.as_completed(tasks):
+            done = await task
+            samples += done
+            bar.update(len(done))
     return samples, time.perf_counter() - start
 
 
@@ -152,7 +212,14 @@ def main(config_path: str, result_path: str) -> None:
             desc = f"{cfg['mode']} {group['dataset']} c={group['concurrency']}"
             before = read_profile(profile_path)
             samples, wall = loop.run_until_complete(
-                run_group(engine, group["prompts"], cfg["sampling_params"], group["concurrency"], desc)
+                run_group(
+                    engine,
+                    group["prompts"],
+                    cfg["sampling_params"],
+                    group["concurrency"],
+                    desc,
+                    cfg.get("first_wave", "batch"),
+                )
             )
             # The worker rewrites its profile after each step, before the step's tokens reach us.
             group_profile = profile_delta(before, read_profile(profile_path))

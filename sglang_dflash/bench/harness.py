@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from tqdm import tqdm
 
 from .datasets import dataset_name, load_dataset, read_jsonl_prompts
+from .engine_run import FIRST_WAVES
 from .report import write_report
 
 MODES = ("baseline", "dflash", "dflash-adaptive", "dflash-splitkv", "dflash-builtin", "ngram")
@@ -98,6 +99,7 @@ class BenchConfig:
     rounds: int | None = None
     token_map: str | None = None  # --speculative-token-map for our modes (not the built-in's)
     dtype: str | None = None  # SGLang's --dtype for every mode (DTYPES; None: see DTYPES)
+    first_wave: str = "batch"  # how a level's first `concurrency` requests arrive (engine_run.FIRST_WAVES)
 
     def __post_init__(self) -> None:
         """Raise ValueError (FileNotFoundError for a missing dataset) naming the first bad flag."""
@@ -128,6 +130,10 @@ class BenchConfig:
             raise ValueError(f"bench: --temperature is {self.temperature}; expected >= 0")
         if self.dtype is not None and self.dtype not in DTYPES:
             raise ValueError(f"bench: --dtype is {self.dtype!r}; expected one of {list(DTYPES)}")
+        if self.first_wave not in FIRST_WAVES:
+            raise ValueError(
+                f"bench: --first-wave is {self.first_wave!r}; expected one of {list(FIRST_WAVES)}"
+            )
         if not self.concurrency or any(c < 1 for c in self.concurrency):
             raise ValueError(f"bench: --concurrency is {self.concurrency}; expected integers >= 1")
         for path in self.datasets:
@@ -257,6 +263,7 @@ def run_mode(cfg: BenchConfig, mode: str, groups: list[dict], workdir: str) -> d
                 "groups": groups,
                 "warmup": cfg.warmup,
                 "warm_every_level": cfg.device == "cuda",
+                "first_wave": cfg.first_wave,
             },
             f,
         )
@@ -410,6 +417,13 @@ def add_parser(sub) -> None:
         "--token-map",
         default=None,
         help="--speculative-token-map for our DFLASH modes: draft among these token ids only",
+    )
+    p.add_argument(
+        "--first-wave",
+        choices=FIRST_WAVES,
+        default="batch",
+        help="a level's first c requests: one batched request, prefilled together as an offline batch "
+        "job's are (batch), or one by one, racing to an idle scheduler (separate; tables before 2026-11-28)",
     )
     p.set_defaults(func=main)
 
