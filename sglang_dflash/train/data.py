@@ -117,6 +117,7 @@ SOURCES = (
     "growth-problems",
     "text-functions",
     "shopping-problems",
+    "rate-problems",
 )
 
 # Prompt-mix tables: kept compact on purpose (one idea per line, not one word per line).
@@ -1486,6 +1487,99 @@ def shopping_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_SHOPPING_STORY_TEMPLATES, count, seed + 41)
 
 
+# Rates (``rate-problems``): speed, distance and time, work shared between people or machines,
+# pages, laps or litres per hour or day, filling and draining, a recipe scaled to more servings;
+# every slot is filled by :func:`_story_values`.
+# fmt: off
+_RATE_STORY_TEMPLATES = (
+    "{a} drives at {x} kilometers per hour for {y} hours and then at {p}0 kilometers per hour for "
+    "{z} more hours. How far does {a} drive in all?",
+    "A train leaves at {t} in the morning and travels {x}0 miles at {p}0 miles per hour. At what "
+    "time does it arrive?",
+    "{a} can paint a fence in {y} hours and {b} can paint it in {w} hours. How long does it take "
+    "them to paint the fence together?",
+    "A printer prints {x} pages a minute. How many minutes does it take to print {w} copies of a "
+    "report that is {p}0 pages long?",
+    "{a} reads {x} pages every day. The book has {p}00 pages and {a} has already read {y}0 of them. "
+    "How many more days until {a} finishes the book?",
+    "A tank holds {x}0 liters of water. A pipe fills it at {y} liters a minute while a leak drains "
+    "{q} liters a minute. How long does it take to fill the empty tank?",
+    "{a} runs {z} laps of a {x}0-meter track in {m} minutes. What is {a}'s average speed in meters "
+    "per minute?",
+    "A recipe for {w} servings uses {y} cups of flour and {z} eggs. How much flour and how many eggs "
+    "are needed for {slices} servings?",
+    "{a} types {x} words a minute and {b} types {p} words a minute more. How many more words does "
+    "{b} type in {h} minutes?",
+    "A factory machine makes {x} bottles an hour. The factory runs {w} machines for {hours} hours a "
+    "week. How many bottles does it make in a week?",
+    "{a} walks to school at {z} miles per hour and the school is {y} miles away. {a} must arrive by "
+    "8:00. What is the latest time {a} can leave home?",
+    "Two cars start from the same town and drive in opposite directions, one at {x} miles per hour "
+    "and the other at {p}0 miles per hour. How far apart are they after {z} hours?",
+    "{a} earns ${p} an hour and works {h} hours a day, {z} days a week. How many weeks must {a} work "
+    "to earn ${x}00?",
+    "A snail climbs {y} feet up a wall each day and slides back one foot each night. The wall is "
+    "{x} feet tall. On which day does the snail reach the top?",
+    "{a} can fold {x} paper cranes an hour and {b} folds half as many. How many hours do they need "
+    "together to fold {p}00 cranes?",
+    "A faucet drips {m} drops a minute and {slices}0 drops make a milliliter. How many milliliters "
+    "of water are wasted in a day?",
+    "{a} cycles {x} kilometers to work at {z}0 kilometers per hour and comes back at {y}0 "
+    "kilometers per hour. How many minutes does the round trip take?",
+    "A plane flies {x}00 kilometers in {y} hours. At the same speed, how long does a flight of "
+    "{p}00 kilometers take?",
+    "{a} swims {w} lengths of a {x}-meter pool every morning. How many kilometers does {a} swim in "
+    "{t} weeks of {z} mornings each?",
+    "A bakery makes {x} loaves of bread an hour with {y} bakers. How many loaves an hour can it make "
+    "if {z} more bakers join and everyone works at the same speed?",
+    "{a} charges a phone from {pct}% to 100%. The phone gains 1% every {y} minutes. How long does "
+    "the charge take in hours and minutes?",
+    "A hose fills a pool at {x} gallons a minute. The pool holds {p}000 gallons. If {a} starts at "
+    "{t} in the morning, when will the pool be full?",
+    "{a} uses {y} liters of gas for every {x}0 kilometers. How much gas does a trip of {p}00 "
+    "kilometers need, and what does it cost at ${q} a liter?",
+    "A conveyor belt moves {x} boxes a minute. How many hours does it take to move {p}000 boxes?",
+    "{a} knits {y} rows of a scarf each evening. The scarf needs {x}0 rows. {a} starts on a Monday. "
+    "On which day of the week does {a} finish?",
+    "A bus travels {x} kilometers between stops and stops {m} times on its route. It averages {p}0 "
+    "kilometers per hour. How long is the route in minutes, not counting the stops?",
+    "{a} and {b} live {x}0 miles apart and drive toward each other, {a} at {p}0 miles per hour and "
+    "{b} at {z}0 miles per hour. How long until they meet?",
+    "A candle burns {q} centimeter every {m} minutes. It is {x} centimeters tall. How many hours can "
+    "it burn?",
+    "{a} can mow a lawn in {m} minutes. {a} has {w} lawns to mow on Saturday and takes a {y}-minute "
+    "break between lawns. How long does {a} work in all?",
+    "A heart beats {x} times every {z}0 seconds. How many times does it beat in an hour?",
+    "{a} saves ${y} every week and {b} saves ${w} every week. {b} started with ${x} more. After how "
+    "many weeks have they saved the same amount?",
+    "A river flows at {z} kilometers per hour. A boat goes {p}0 kilometers per hour in still water. "
+    "How long does a trip of {x} kilometers downstream take?",
+    "{a} packs {x} boxes an hour and {b} packs {y} fewer. Working together, how many hours does it "
+    "take them to pack {p}0 boxes?",
+    "A cyclist rides {x} kilometers on Monday and {pct}% farther each day after that. How far does "
+    "the cyclist ride on Wednesday?",
+    "A pump empties a flooded basement at {x} liters a minute. The basement holds {p}000 liters of "
+    "water. How many hours does the pump run?",
+    "{a} walks {z} kilometers an hour and {b} jogs {w} kilometers an hour. {b} starts {m} minutes "
+    "after {a} on the same path. How long does it take {b} to catch up?",
+    "A school bus uses a liter of fuel every {y} kilometers. It drives {x} kilometers each school day. "
+    "How many liters does it use in {t} weeks of five school days?",
+    "{a} writes {y} pages of a novel a day on weekdays and {w} pages a day on weekends. How many "
+    "weeks does a {p}00-page novel take?",
+    "A clock gains {z} minutes every day. It is set right at noon on a Sunday. What time does it "
+    "show at noon the next Sunday?",
+    "{a} can shovel a driveway in {m} minutes, and with {b}'s help it takes {y} minutes less. How "
+    "long would {b} take alone?",
+)
+# fmt: on
+
+
+def rate_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of rates (speed, work, flow, pages or laps per hour), from
+    ``_RATE_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_RATE_STORY_TEMPLATES, count, seed + 47)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -1506,6 +1600,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "growth-problems": lambda seed: growth_problems(1000, seed),
     "text-functions": text_function_prompts,
     "shopping-problems": lambda seed: shopping_problems(1000, seed),
+    "rate-problems": lambda seed: rate_problems(1000, seed),
 }
 
 
