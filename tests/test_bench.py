@@ -429,6 +429,49 @@ def test_a_mode_past_its_timeout_is_stopped_with_the_processes_it_started(monkey
         pytest.fail(f"the mode's child process {grandchild} outlived the timeout")
 
 
+def _engine_env_of_run_mode(monkeypatch, tmp_path, cfg: BenchConfig, mode: str) -> dict:
+    """The glibc malloc variables the process :func:`run_mode` starts for ``mode`` sees."""
+    import sys
+
+    from sglang_dflash.bench import harness
+
+    report = (
+        "import json, os, sys\n"
+        "names = ('MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'MALLOC_TOP_PAD_')\n"
+        "env = {n: os.environ.get(n) for n in names}\n"
+        "json.dump({'mode': 'x', 'groups': [], 'env': env}, open(sys.argv[1], 'w'))\n"
+    )
+    command = [sys.executable, "-c", report]
+    monkeypatch.setattr(harness, "engine_command", lambda config, result: [*command, result])
+    return harness.run_mode(cfg, mode, [], str(tmp_path))["env"]
+
+
+def test_every_cpu_mode_runs_with_the_tuned_malloc_unless_told_or_set_otherwise(monkeypatch, tmp_path):
+    """Same-run ratios need every mode's engine on the same allocator; the caller's values win."""
+    from sglang_dflash.bench.harness import CPU_MALLOC_ENV, environment
+
+    for name in CPU_MALLOC_ENV:
+        monkeypatch.delenv(name, raising=False)
+    common = dict(model="m", drafter="d", datasets=[], out=str(tmp_path))
+    cpu = BenchConfig(**common, device="cpu", modes=["baseline", "dflash-adaptive"])
+    for mode in cpu.modes:
+        assert _engine_env_of_run_mode(monkeypatch, tmp_path, cpu, mode) == CPU_MALLOC_ENV
+    assert int(CPU_MALLOC_ENV["MALLOC_MMAP_THRESHOLD_"]) == 32 << 20  # glibc's upper bound
+    gpu = BenchConfig(**common, modes=["baseline"])
+    assert set(_engine_env_of_run_mode(monkeypatch, tmp_path, gpu, "baseline").values()) == {None}
+    monkeypatch.setenv("MALLOC_TOP_PAD_", "4096")
+    mine = _engine_env_of_run_mode(monkeypatch, tmp_path, cpu, "dflash-adaptive")
+    assert mine == {**CPU_MALLOC_ENV, "MALLOC_TOP_PAD_": "4096"}
+    assert environment(cpu)["cpu_malloc"] == mine and "cpu_malloc" not in environment(gpu)
+    # glibc's defaults: none of the variables, the caller's dropped too
+    glibc = BenchConfig(**common, device="cpu", modes=["baseline"], cpu_malloc="default")
+    assert set(_engine_env_of_run_mode(monkeypatch, tmp_path, glibc, "baseline").values()) == {None}
+    assert set(environment(glibc)["cpu_malloc"].values()) == {None}
+    expected = r"--cpu-malloc is 'jemalloc'; expected one of \['tuned', 'default'\]"
+    with pytest.raises(ValueError, match=expected):
+        BenchConfig(**common, device="cpu", modes=["baseline"], cpu_malloc="jemalloc")
+
+
 def test_results_json_keeps_token_ids_on_one_line_and_reads_back_equal():
     from sglang_dflash.bench.report import readable_json
 

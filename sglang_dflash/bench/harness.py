@@ -56,6 +56,19 @@ CPU_ENGINE_ARGS = {
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 # On CPU SGLang sizes the KV pool from host memory; a fixed pool keeps the benchmark's footprint small.
 CPU_DEFAULT_MAX_TOTAL_TOKENS = 8192
+# glibc malloc settings for every mode's engine on CPU (``--cpu-malloc tuned``, the default): freed
+# blocks up to 32 MiB stay in the heap and the heap is not trimmed, so a step's activations reuse
+# pages already touched instead of mapping and page-faulting fresh ones.  With glibc's defaults a
+# 2048-token prefill took 4.1 s on first use and 3.3 s after, and the shapes that change from step
+# to step under DFLASH (verify widths, drafter blocks) kept paying it: float32 c=16 width-1 steps
+# 160-170 ms, with these 130-155 (bench/README.md, "glibc's allocator on CPU").  Values already in the
+# environment win.
+CPU_MALLOC_ENV = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
+    "MALLOC_TOP_PAD_": str(256 << 20),
+}
+CPU_MALLOCS = ("tuned", "default")
 
 
 def parse_concurrency(text: str) -> list[int]:
@@ -100,6 +113,7 @@ class BenchConfig:
     token_map: str | None = None  # --speculative-token-map for our modes (not the built-in's)
     dtype: str | None = None  # SGLang's --dtype for every mode (DTYPES; None: see DTYPES)
     first_wave: str = "batch"  # how a level's first `concurrency` requests arrive (engine_run.FIRST_WAVES)
+    cpu_malloc: str = "tuned"  # CPU engines' glibc malloc settings (CPU_MALLOCS; tuned: CPU_MALLOC_ENV)
 
     def __post_init__(self) -> None:
         """Raise ValueError (FileNotFoundError for a missing dataset) naming the first bad flag."""
@@ -133,6 +147,10 @@ class BenchConfig:
         if self.first_wave not in FIRST_WAVES:
             raise ValueError(
                 f"bench: --first-wave is {self.first_wave!r}; expected one of {list(FIRST_WAVES)}"
+            )
+        if self.cpu_malloc not in CPU_MALLOCS:
+            raise ValueError(
+                f"bench: --cpu-malloc is {self.cpu_malloc!r}; expected one of {list(CPU_MALLOCS)}"
             )
         if not self.concurrency or any(c < 1 for c in self.concurrency):
             raise ValueError(f"bench: --concurrency is {self.concurrency}; expected integers >= 1")
@@ -198,11 +216,27 @@ def engine_args(cfg: BenchConfig, mode: str) -> dict:
     return args
 
 
-def mode_env(mode: str, profile_path: str, device: str = "cuda") -> dict:
+def with_cpu_malloc(env: dict[str, str], device: str, cpu_malloc: str = "tuned") -> dict[str, str]:
+    """``env`` with the glibc malloc variables of ``cpu_malloc`` on CPU: ``tuned`` adds those of
+    :data:`CPU_MALLOC_ENV` it does not already set (the caller's own values win), ``default`` drops
+    them all (glibc's defaults); elsewhere ``env`` unchanged."""
+    env = dict(env)
+    if device != "cpu":
+        return env
+    for name, value in CPU_MALLOC_ENV.items():
+        if cpu_malloc == "tuned":
+            env.setdefault(name, value)
+        else:
+            env.pop(name, None)
+    return env
+
+
+def mode_env(mode: str, profile_path: str, device: str = "cuda", cpu_malloc: str = "tuned") -> dict:
     env = dict(os.environ)
     env["SGLANG_DFLASH_IMPL"] = "builtin" if mode == "dflash-builtin" else "sglang-dflash"
     if device == "cpu":
         env["SGLANG_USE_CPU_ENGINE"] = "1"  # SGLang's own switch for its CPU engine
+        env = with_cpu_malloc(env, device, cpu_malloc)
     if mode in OUR_MODES:
         env["SGLANG_DFLASH_PROFILE"] = profile_path
     env["SGLANG_DFLASH_SPLITKV"] = "1" if mode == "dflash-splitkv" else "0"
@@ -231,6 +265,9 @@ def environment(cfg: BenchConfig) -> dict:
         on_gpu = cfg.device == "cuda" and torch.cuda.is_available()
         info["gpu"] = torch.cuda.get_device_name(0) if on_gpu else "cpu"
         info["cpu_threads"] = torch.get_num_threads()
+        if cfg.device == "cpu":  # what the engines' allocator ran with: set here or inherited
+            applied = with_cpu_malloc(dict(os.environ), cfg.device, cfg.cpu_malloc)
+            info["cpu_malloc"] = {name: applied.get(name) for name in CPU_MALLOC_ENV}
     except Exception:  # pragma: no cover
         info["gpu"] = "unknown"
     return info
@@ -271,7 +308,7 @@ def run_mode(cfg: BenchConfig, mode: str, groups: list[dict], workdir: str) -> d
     # next mode does not start beside an engine that still holds the GPU's memory.
     proc = subprocess.Popen(
         engine_command(config_path, result_path),
-        env=mode_env(mode, os.path.join(workdir, f"{mode}.profile.json"), cfg.device),
+        env=mode_env(mode, os.path.join(workdir, f"{mode}.profile.json"), cfg.device, cfg.cpu_malloc),
         start_new_session=True,
     )
     try:
@@ -424,6 +461,14 @@ def add_parser(sub) -> None:
         default="batch",
         help="a level's first c requests: one batched request, prefilled together as an offline batch "
         "job's are (batch), or one by one, racing to an idle scheduler (separate; tables before 2026-11-28)",
+    )
+    p.add_argument(
+        "--cpu-malloc",
+        choices=CPU_MALLOCS,
+        default="tuned",
+        help="glibc malloc of every mode's CPU engine: freed blocks up to 32 MiB kept in an untrimmed "
+        "heap (tuned: MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_ unless already set) "
+        "or glibc's defaults (default: those variables dropped; tables before 2026-11-28)",
     )
     p.set_defaults(func=main)
 
