@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tqdm import tqdm
@@ -216,13 +217,11 @@ def engine_args(cfg: BenchConfig, mode: str) -> dict:
     return args
 
 
-def with_cpu_malloc(env: dict[str, str], device: str, cpu_malloc: str = "tuned") -> dict[str, str]:
-    """``env`` with the glibc malloc variables of ``cpu_malloc`` on CPU: ``tuned`` adds those of
-    :data:`CPU_MALLOC_ENV` it does not already set (the caller's own values win), ``default`` drops
-    them all (glibc's defaults); elsewhere ``env`` unchanged."""
+def with_cpu_malloc(env: Mapping[str, str], cpu_malloc: str = "tuned") -> dict[str, str]:
+    """A CPU engine's environment: ``env`` with the glibc malloc variables of ``cpu_malloc``.
+    ``tuned`` adds those of :data:`CPU_MALLOC_ENV` it does not already set (the caller's own values
+    win), ``default`` drops them all (glibc's defaults)."""
     env = dict(env)
-    if device != "cpu":
-        return env
     for name, value in CPU_MALLOC_ENV.items():
         if cpu_malloc == "tuned":
             env.setdefault(name, value)
@@ -236,7 +235,7 @@ def mode_env(mode: str, profile_path: str, device: str = "cuda", cpu_malloc: str
     env["SGLANG_DFLASH_IMPL"] = "builtin" if mode == "dflash-builtin" else "sglang-dflash"
     if device == "cpu":
         env["SGLANG_USE_CPU_ENGINE"] = "1"  # SGLang's own switch for its CPU engine
-        env = with_cpu_malloc(env, device, cpu_malloc)
+        env = with_cpu_malloc(env, cpu_malloc)
     if mode in OUR_MODES:
         env["SGLANG_DFLASH_PROFILE"] = profile_path
     env["SGLANG_DFLASH_SPLITKV"] = "1" if mode == "dflash-splitkv" else "0"
@@ -265,11 +264,11 @@ def environment(cfg: BenchConfig) -> dict:
         on_gpu = cfg.device == "cuda" and torch.cuda.is_available()
         info["gpu"] = torch.cuda.get_device_name(0) if on_gpu else "cpu"
         info["cpu_threads"] = torch.get_num_threads()
-        if cfg.device == "cpu":  # what the engines' allocator ran with: set here or inherited
-            applied = with_cpu_malloc(dict(os.environ), cfg.device, cfg.cpu_malloc)
-            info["cpu_malloc"] = {name: applied.get(name) for name in CPU_MALLOC_ENV}
     except Exception:  # pragma: no cover
         info["gpu"] = "unknown"
+    if cfg.device == "cpu":  # what the engines' allocator ran with: set here or inherited
+        applied = with_cpu_malloc(os.environ, cfg.cpu_malloc)
+        info["cpu_malloc"] = {name: applied.get(name) for name in CPU_MALLOC_ENV}
     return info
 
 
