@@ -118,6 +118,7 @@ SOURCES = (
     "text-functions",
     "shopping-problems",
     "rate-problems",
+    "measure-problems",
 )
 
 # Prompt-mix tables: kept compact on purpose (one idea per line, not one word per line).
@@ -1580,6 +1581,98 @@ def rate_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_RATE_STORY_TEMPLATES, count, seed + 47)
 
 
+# Measurement (``measure-problems``): lengths, perimeters and areas, boxes and tanks by volume,
+# weights and capacities, unit conversions, tiles, fences and paint; every slot is filled by
+# :func:`_story_values`.
+# fmt: off
+_MEASURE_STORY_TEMPLATES = (
+    "A rectangular garden is {x} meters long and {y} meters wide. {a} wants to put a fence around "
+    "it with a gate {q} meter wide. How many meters of fencing does {a} need?",
+    "A kitchen floor measures {w} meters by {z} meters. Each square tile covers a quarter of a "
+    "square meter and a box holds {slices} tiles. How many boxes of tiles are needed?",
+    "{a} has a ribbon {x}0 centimeters long and cuts it into pieces of {y} centimeters each. How "
+    "many whole pieces does {a} get, and how many centimeters are left over?",
+    "A fish tank is {x} inches long, {w} inches wide and {slices} inches high. How many cubic inches "
+    "of water does it hold when it is filled to the top?",
+    "{a} walls off a square pen with a side of {y} meters for the goats. What is the area of the "
+    "pen, and how much larger is a pen with sides {z} meters longer?",
+    "A bag of rice weighs {x} kilograms. {a} pours it into jars that hold {p}00 grams each. How "
+    "many jars does {a} fill completely?",
+    "{a} is {x}0 inches tall and {b} is {y} inches shorter. How tall is {b} in feet and inches?",
+    "A wall is {w} meters wide and {z} meters high with a window of {q} square meters. A liter of "
+    "paint covers {y} square meters. How many liters does {a} need for two coats?",
+    "A wooden board is {x} feet long. {a} saws off {z} shelves of {y} inches each. How many inches "
+    "of the board are left?",
+    "A rectangular pool is {p} meters long, {w} meters wide and {q} meters deep. How many liters of "
+    "water fill it if one cubic meter holds a thousand liters?",
+    "{a} jogs around a rectangular park {x}0 meters long and {y}0 meters wide {z} times. How many "
+    "kilometers does {a} jog?",
+    "A jug holds {y} liters of juice. {a} pours glasses of {m}0 milliliters for a party of {x} "
+    "guests. How many jugs does {a} need so everyone gets a glass?",
+    "A carpet costs ${p} a square meter. {a}'s living room is {w} meters by {y} meters. How much "
+    "does carpet for the whole room cost?",
+    "A box is {y} centimeters long, {z} centimeters wide and {w} centimeters tall. How many cubes "
+    "with one-centimeter sides fit inside it?",
+    "{a} measures a table as {x} inches long. How long is it in centimeters, using 2.5 centimeters "
+    "for each inch?",
+    "A truck can carry {x}00 kilograms. Each crate of apples weighs {y}0 kilograms. How many crates "
+    "can the truck carry in {z} trips?",
+    "A picture is {y} inches wide and {w} inches tall. {a} puts a frame {q} inch wide all around it. "
+    "What is the area of the frame alone?",
+    "{a} fills a bucket that holds {w} gallons with a cup that holds a pint. There are 8 pints in a "
+    "gallon. How many cups of water does it take?",
+    "A roll of wallpaper covers {y} square meters. A bedroom has four walls, each {z} meters wide and "
+    "{q} meters tall. How many rolls does {a} buy?",
+    "A road is {x} kilometers long. Signs stand at the start and then every {p}00 meters along it. "
+    "How many signs are there in all?",
+    "{a} bakes a cake in a pan {y} inches by {slices} inches and cuts it into squares {q} inch on a "
+    "side. How many squares does {a} get?",
+    "A square field has a perimeter of {x}0 meters. What is its area in square meters?",
+    "{a}'s suitcase weighs {x} pounds and the airline limit is {p}0 pounds. {a} adds {w} books of "
+    "{q} pounds each. How far over or under the limit is the suitcase?",
+    "A cylinder-shaped water tower holds {x}000 liters when full and is {pct}% full now. How many "
+    "liters must be added to fill it?",
+    "{a} cuts a rope {x} meters long into {z} equal parts and then cuts each part in half. How long "
+    "is each small piece in centimeters?",
+    "A sandbox is {w} feet by {z} feet and {a} wants sand {q} foot deep. Sand comes in bags of "
+    "half a cubic foot. How many bags does {a} need?",
+    "A bottle holds {y}00 milliliters of shampoo and {a} uses {slices} milliliters a day. How many "
+    "full weeks does the bottle last?",
+    "A hallway is {x} feet long and {z} feet wide. A runner rug covers all but one foot on every "
+    "side. What is the area of the rug?",
+    "{a} has {x} meters of fencing and wants a rectangular pen {y} meters wide. How long can the pen "
+    "be if all the fencing is used?",
+    "A pack of flour weighs {w} pounds, and there are 16 ounces in a pound. A cookie recipe uses "
+    "{p} ounces. How many batches does one pack make?",
+    "A swimming lane is {x} meters long. {a} swims {y} lengths and {b} swims {m}0 meters more than "
+    "{a}. How many meters does {b} swim?",
+    "A shelf is {x}0 centimeters wide. Each book is {z} centimeters thick. How many books fit on "
+    "{w} such shelves?",
+    "A triangle-shaped sail has a base of {y} meters and a height of {slices} meters. How many square "
+    "meters of cloth does it use?",
+    "{a} plants tomato seedlings {m} centimeters apart in a row {x} meters long, with one at each "
+    "end. How many seedlings fit in the row?",
+    "A crate holds {slices} bottles of {y}00 milliliters each. How many liters are in {w} crates?",
+    "The map scale is 1 centimeter for {p} kilometers. Two towns are {y} centimeters apart on the "
+    "map. How far apart are they really?",
+    "{a} lines a square tray {x} centimeters on a side with paper. The paper sheet is {p}0 "
+    "centimeters square. How many square centimeters of paper are left?",
+    "A brick is {z}0 centimeters long. {a} lays a path of bricks end to end that is {x} meters long. "
+    "How many bricks does the path need?",
+    "A bathtub is {w} feet long, {z} feet wide and {q} foot deep and fills to {pct}% of its depth. "
+    "How many cubic feet of water does it hold?",
+    "{a} weighs {x}0 kilograms and {b} weighs {y} kilograms less. On a seesaw, how much weight must "
+    "be added to {b}'s side to balance it?",
+)
+# fmt: on
+
+
+def measure_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of measurement (lengths, areas, volumes, weights, unit conversions),
+    from ``_MEASURE_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_MEASURE_STORY_TEMPLATES, count, seed + 53)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -1601,6 +1694,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "text-functions": text_function_prompts,
     "shopping-problems": lambda seed: shopping_problems(1000, seed),
     "rate-problems": lambda seed: rate_problems(1000, seed),
+    "measure-problems": lambda seed: measure_problems(1000, seed),
 }
 
 
