@@ -18,6 +18,7 @@ from sglang_dflash.train.tokens import (
     build_features_from_tokens,
     chunk_plan,
     generate_token_store,
+    json_sha256,
     read_pool,
     stored_prompt_texts,
     weights_sha256,
@@ -263,3 +264,20 @@ def test_committed_token_data_holds_no_evaluation_prompt(name):
     assert overlapping_prompts(texts, evaluation) == []
     evaluation_ids = {tuple(chat_prompt_ids(tokenizer, e)) for e in evaluation}
     assert not evaluation_ids & {tuple(r["input_ids"][: r["loss_start"]]) for r in store.records}
+
+
+# Stores whose pool the prompt sources have changed since they were made: they keep the pool they
+# were made from (prompts.json.gz), so recomputing it would not give their prompts back.
+POOLS_CHANGED_SINCE = {"default", "code-completions+word-problems"}
+
+
+@pytest.mark.parametrize("name", sorted(set(COMMITTED) - POOLS_CHANGED_SINCE))
+def test_committed_stores_pools_are_what_the_prompt_sources_make_today(name):
+    """A change to the prompt sources (their order, seeds or texts) that would give a committed store
+    a different pool fails here, before a grown store mixes two pools."""
+    from sglang_dflash.train.data import builtin_prompts
+
+    with open(os.path.join(TOKEN_DATA, name, "header.json"), encoding="utf-8") as f:
+        mix = json.load(f)["settings"]["prompt_mix"]
+    pool = builtin_prompts(mix["prompts"], mix["seed"], mix["sources"])
+    assert (len(pool), json_sha256(pool)) == (mix["prompts"], mix["texts_sha256"])

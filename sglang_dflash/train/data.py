@@ -102,24 +102,6 @@ import torch
 from tqdm import tqdm
 
 DEFAULT_SOURCES = ("stdlib-functions", "coding-tasks", "math-word-problems", "concepts")
-SOURCES = (
-    *DEFAULT_SOURCES,
-    "code-completions",
-    "word-problems",
-    "package-completions",
-    "story-problems",
-    "library-completions",
-    "chain-problems",
-    "compare-problems",
-    "composed-functions",
-    "remainder-problems",
-    "threshold-functions",
-    "growth-problems",
-    "text-functions",
-    "shopping-problems",
-    "rate-problems",
-    "measure-problems",
-)
 
 # Prompt-mix tables: kept compact on purpose (one idea per line, not one word per line).
 # fmt: off
@@ -1696,6 +1678,8 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "rate-problems": lambda seed: rate_problems(1000, seed),
     "measure-problems": lambda seed: measure_problems(1000, seed),
 }
+# Every built-in source's name: the default mix first, then the others in pool order.
+SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
 
 
 def builtin_prompts(
