@@ -474,6 +474,8 @@ def test_text_functions_are_every_combination_with_right_examples_and_disjoint_f
         ("rate-problems", "_RATE_STORY_TEMPLATES", "rate_problems", 969),
         # 30 of the 1000 drawn stories repeat another
         ("measure-problems", "_MEASURE_STORY_TEMPLATES", "measure_problems", 970),
+        # one of the 1000 drawn stories repeats another
+        ("schedule-problems", "_SCHEDULE_STORY_TEMPLATES", "schedule_problems", 999),
     ],
 )
 def test_template_story_sources_use_every_template_and_stay_disjoint_from_gsm8k(
@@ -498,6 +500,7 @@ def test_template_story_sources_use_every_template_and_stay_disjoint_from_gsm8k(
         "shopping-problems",
         "rate-problems",
         "measure-problems",
+        "schedule-problems",
     )
     others = [s for s in stories if s != source]
     assert not set(mix) & set(builtin_prompts(sources=others))

@@ -1655,6 +1655,101 @@ def measure_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_MEASURE_STORY_TEMPLATES, count, seed + 53)
 
 
+# Time and calendars (``schedule-problems``): clock times and durations, timetables, days of the
+# week and months, ages now and later, shifts and rotas; every slot is filled by
+# :func:`_story_values`.
+# fmt: off
+_SCHEDULE_STORY_TEMPLATES = (
+    "{a} starts homework at {t}:15 in the evening and spends {m} minutes on math, {y}0 minutes on "
+    "reading and {z}0 minutes on science. At what time does {a} finish?",
+    "A movie is {h} hours and {m} minutes long with a {q}0-minute intermission. If it begins at "
+    "{t}:30, when does it end?",
+    "{a} is {x} years old and {b} is {y} years younger. In how many years will {a} be twice as old "
+    "as {b} was {z} years ago?",
+    "A bus that seats {x} people leaves the depot every {m} minutes starting at {t}:00 in the "
+    "morning. How many buses leave before noon, and how many seats do they offer?",
+    "{a} was born on a Tuesday. {x}0 days later {a}'s family held a party. On which day of the week "
+    "was the party?",
+    "A nurse works {h}-hour shifts, {z} shifts a week. Each shift has a {m}-minute unpaid break. How "
+    "many paid hours does the nurse work in {w} weeks?",
+    "A concert has {p} bands that each play for {y}0 minutes, with {q}0 minutes between bands. The "
+    "first band starts at {t} in the evening. When does the last band finish?",
+    "{a}'s grandmother is {x} years older than {a}'s mother, who is {p}0 years older than {a}. {a} "
+    "is {y}. How old is the grandmother?",
+    "A train ride takes {h} hours and {m} minutes. {a} wants to arrive by {t}:45 in the evening. "
+    "What is the latest departure time?",
+    "A school day has {y} lessons of {m} minutes, a {z}0-minute lunch and two breaks of {q}0 "
+    "minutes. If school starts at 8:{w}0, when does it end?",
+    "{a} sleeps from {t}:30 at night until 6:{w}5 in the morning. How many hours and minutes of "
+    "sleep is that, and how many in a week?",
+    "A library book is due {y} weeks after {a} borrows it on the {z}th of March. March has 31 days. "
+    "On what date is it due?",
+    "{a} and {b} take turns walking the dog: {a} every {y} days and {b} every {w} days. Both walked "
+    "it today. In how many days will both walk it on the same day again?",
+    "A marathon runner finishes in {h} hours {m} minutes. Her pace was the same for each of the "
+    "{x} kilometers she ran. How many minutes did each kilometer take?",
+    "A factory runs {z} shifts a day of {h} hours each, and each shift change overlaps by {q}0 "
+    "minutes. How many minutes a day do two shifts work at the same time?",
+    "{a}'s brother is {z} years older than {a}. In {w} years the brother will be {x}. How old is "
+    "{a} now, and how old was {a} {y} years ago?",
+    "{a} joins a cooking class that meets every {w} days starting on a Monday and misses {q} of the "
+    "meetings. On which day of the week is the {y}th meeting, and how many has {a} been to by then?",
+    "{a}'s plane leaves at {t}:20 in the morning local time and lands {h} hours later in a city {z} "
+    "hours behind. What is the local time when {a} lands?",
+    "{a} practices the violin {m} minutes on weekdays and {y}0 minutes on each weekend day. How many "
+    "hours is that in a month of {w} weeks?",
+    "A parking garage charges ${q} for the first hour and ${z} for every extra half hour. {a} parks "
+    "from {t}:10 until {h}:40 in the afternoon. How much does {a} pay?",
+    "In {y} years {a} will be {p}0. {b} is {z} years older than {a} is now. How old is {b} now?",
+    "A baker puts bread in the oven at {t}:{w}5. It bakes for {m} minutes and cools for {y}0 "
+    "minutes. When is it ready to slice?",
+    "A club meets on the first Saturday of each month and {a} has been to {y} meetings. June 1 is "
+    "a Wednesday. On what date is the June meeting, and how many meetings will {a} have attended "
+    "after it?",
+    "A relay team has {z} runners; each runs {x} laps taking {y} minutes a lap. If the race starts "
+    "at {t}:00, when does the last runner finish?",
+    "{a} waters the plants every {z} days and fertilizes them every {w} days. Both happened on May "
+    "1. What is the next date in May when both happen?",
+    "{a} counts the flashes of a lighthouse that flashes every {y} seconds, from {t} in the evening "
+    "until midnight. How many flashes does {a} count?",
+    "{a} is three times as old as {b}. In {p} years {a} will be twice as old as {b}. How old are "
+    "they now?",
+    "A TV series has {x} episodes of {m} minutes each. {a} watches {y} episodes a night. How many "
+    "nights and how many hours does the series take?",
+    "A ferry crossing takes {m} minutes and the ferry waits {q}0 minutes at each side. It makes its "
+    "first trip at {t}:00. How many one-way trips can it finish by 6 in the evening?",
+    "{a}'s watch loses {z} minutes every day. It was set right on Monday at noon. What time does it "
+    "show when the real time is noon {w} days later?",
+    "A project needs {x} hours of work. {a} works {y} hours each weekday and {z} hours on Saturday. "
+    "How many weeks does the project take?",
+    "A museum tour for up to {x} visitors starts every {m} minutes from 9:00 to {t}:00 in the "
+    "evening. How many tours start in one day, and how many visitors can they take in all?",
+    "{a} was {y} when {b} was born. Now {b} is {x}. How old is {a} now, and how old will {a} be "
+    "when {b} turns {p}0?",
+    "A rocket launch countdown starts at {h} hours {m} minutes. After {y}0 minutes there is a hold "
+    "of {q}0 minutes. How much time is left when the countdown resumes?",
+    "{a}'s pharmacy is open from 8 in the morning to {t} in the evening on weekdays and {z} hours "
+    "each on Saturday and Sunday, with a clerk paid ${p} an hour. What does the clerk earn a week?",
+    "{a} studies for {h} hours starting at {t}:00 and sets an alarm to ring every {m} minutes. How "
+    "many times does it ring?",
+    "A year-long course has {x} lessons. Lessons are on {z} days each week with {y} weeks off for "
+    "holidays. How many weeks long is the course?",
+    "{a}'s age plus {b}'s age is {p}0. {a} is {y} years older than {b}. How old was {b} {z} years "
+    "ago?",
+    "{a} lives by a clock tower that strikes once at each quarter hour and as many times as the hour "
+    "on the hour. How many strikes does {a} hear from {t} in the morning to noon in {w} days?",
+    "A gardener plants a row every {m} minutes from {t}:00 in the morning with a {y}0-minute lunch "
+    "break. How many rows are planted by {h} in the afternoon?",
+)
+# fmt: on
+
+
+def schedule_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of time and calendars (clock times, durations, timetables, days of the
+    week, ages), from ``_SCHEDULE_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_SCHEDULE_STORY_TEMPLATES, count, seed + 59)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -1677,6 +1772,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "shopping-problems": lambda seed: shopping_problems(1000, seed),
     "rate-problems": lambda seed: rate_problems(1000, seed),
     "measure-problems": lambda seed: measure_problems(1000, seed),
+    "schedule-problems": lambda seed: schedule_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
