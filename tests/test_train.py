@@ -458,26 +458,29 @@ def test_text_functions_are_every_combination_with_right_examples_and_disjoint_f
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("text-functions", prompts, others)
 
 
-@pytest.mark.parametrize(
-    "source, templates_name, make_name, pool_size",
-    [
-        ("chain-problems", "_CHAIN_STORY_TEMPLATES", "chain_problems", 1000),
-        # one of the 1000 drawn stories repeats another: the pool de-duplicates it
-        ("compare-problems", "_COMPARE_STORY_TEMPLATES", "compare_problems", 999),
-        # short stories over few slots: 11 of the 1000 drawn repeat another
-        ("remainder-problems", "_REMAINDER_STORY_TEMPLATES", "remainder_problems", 989),
-        # three of the 1000 drawn stories repeat another
-        ("growth-problems", "_GROWTH_STORY_TEMPLATES", "growth_problems", 997),
-        # five of the 1000 drawn stories repeat another
-        ("shopping-problems", "_SHOPPING_STORY_TEMPLATES", "shopping_problems", 995),
-        # short stories over few slots: 31 of the 1000 drawn repeat another
-        ("rate-problems", "_RATE_STORY_TEMPLATES", "rate_problems", 969),
-        # 30 of the 1000 drawn stories repeat another
-        ("measure-problems", "_MEASURE_STORY_TEMPLATES", "measure_problems", 970),
-        # one of the 1000 drawn stories repeats another
-        ("schedule-problems", "_SCHEDULE_STORY_TEMPLATES", "schedule_problems", 999),
-    ],
-)
+# (source, its templates, its maker, its pool size) for every template story source.
+TEMPLATE_STORY_SOURCES = [
+    ("chain-problems", "_CHAIN_STORY_TEMPLATES", "chain_problems", 1000),
+    # one of the 1000 drawn stories repeats another: the pool de-duplicates it
+    ("compare-problems", "_COMPARE_STORY_TEMPLATES", "compare_problems", 999),
+    # short stories over few slots: 11 of the 1000 drawn repeat another
+    ("remainder-problems", "_REMAINDER_STORY_TEMPLATES", "remainder_problems", 989),
+    # three of the 1000 drawn stories repeat another
+    ("growth-problems", "_GROWTH_STORY_TEMPLATES", "growth_problems", 997),
+    # five of the 1000 drawn stories repeat another
+    ("shopping-problems", "_SHOPPING_STORY_TEMPLATES", "shopping_problems", 995),
+    # short stories over few slots: 31 of the 1000 drawn repeat another
+    ("rate-problems", "_RATE_STORY_TEMPLATES", "rate_problems", 969),
+    # 30 of the 1000 drawn stories repeat another
+    ("measure-problems", "_MEASURE_STORY_TEMPLATES", "measure_problems", 970),
+    # one of the 1000 drawn stories repeats another
+    ("schedule-problems", "_SCHEDULE_STORY_TEMPLATES", "schedule_problems", 999),
+]
+# Every story source a template source must stay disjoint from (the two older ones without templates too).
+STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))
+
+
+@pytest.mark.parametrize("source, templates_name, make_name, pool_size", TEMPLATE_STORY_SOURCES)
 def test_template_story_sources_use_every_template_and_stay_disjoint_from_gsm8k(
     source, templates_name, make_name, pool_size
 ):
@@ -490,19 +493,7 @@ def test_template_story_sources_use_every_template_and_stay_disjoint_from_gsm8k(
     assert len(fragments) == 40 and all(any(f in story for story in stories) for f in fragments)
     mix = builtin_prompts(sources=(source,))
     assert len(mix) == pool_size
-    stories = (
-        "word-problems",
-        "story-problems",
-        "chain-problems",
-        "compare-problems",
-        "remainder-problems",
-        "growth-problems",
-        "shopping-problems",
-        "rate-problems",
-        "measure-problems",
-        "schedule-problems",
-    )
-    others = [s for s in stories if s != source]
+    others = [s for s in STORY_SOURCES if s != source]
     assert not set(mix) & set(builtin_prompts(sources=others))
     gsm8k = read_prompts(os.path.join(SHARED_DATA, "gsm8k.jsonl"))
     assert overlapping_prompts(mix, gsm8k) == []
