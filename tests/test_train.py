@@ -458,6 +458,42 @@ def test_text_functions_are_every_combination_with_right_examples_and_disjoint_f
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("text-functions", prompts, others)
 
 
+def test_position_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import position_function_prompts
+
+    prompts = position_function_prompts()
+    # 8 position filters x 8 changes x 9 summaries.
+    assert len(prompts) == 8 * 8 * 9 and prompts == position_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (numbers,), result in _doctest_examples(prompts, "sum_squared_even_index"):
+        assert result == sum(x * x for x in numbers[::2])
+    for (numbers,), result in _doctest_examples(prompts, "list_rising"):
+        assert result == [b for a, b in zip(numbers, numbers[1:]) if b > a]
+    for (numbers,), result in _doctest_examples(prompts, "largest_negated_peak"):
+        padded = [float("-inf"), *numbers, float("-inf")]
+        peaks = [padded[i] for i in range(1, len(padded) - 1) if padded[i - 1] < padded[i] > padded[i + 1]]
+        assert result == max((-x for x in peaks), default=None)
+    for (numbers,), result in _doctest_examples(prompts, "list_record"):
+        assert result == [x for i, x in enumerate(numbers) if i == 0 or x > max(numbers[:i])]
+    for (numbers,), result in _doctest_examples(prompts, "count_distinct_first_half"):
+        assert result == len(set(numbers[: len(numbers) - len(numbers) // 2]))
+    sentence = (
+        "Return the sum of the numbers at odd positions of the list, counting from 0 (0 if there are none)."
+    )
+    assert sentence in next(p for p in prompts if "def sum_odd_index(" in p)
+    others = (
+        "code-completions",
+        "package-completions",
+        "library-completions",
+        "composed-functions",
+        "threshold-functions",
+        "text-functions",
+    )
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("position-functions", prompts, others)
+
+
 # (source, its templates, its maker, its pool size) for every template story source.
 TEMPLATE_STORY_SOURCES = [
     ("chain-problems", "_CHAIN_STORY_TEMPLATES", "chain_problems", 1000),

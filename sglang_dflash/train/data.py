@@ -79,6 +79,13 @@ And a seventh story source:
   several items at their own prices, discounts and coupons, tax and tips, bulk deals, a bill
   split between friends, a seller's cost, price and profit.
 
+Later story sources (``rate-problems``, ``measure-problems``, ``schedule-problems``) follow the
+same pattern (docs/training.md lists them all), and a seventh code source:
+
+- ``position-functions``: the composed tasks' changes and summaries over the numbers a list keeps
+  by where they stand: even or odd index, greater or less than the number before, peaks, records,
+  the first half (``sum_squared_even_index(numbers)``), every combination once (576 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -643,12 +650,19 @@ _LIST_WORDS = _WORDS + ("level", "noon", "radar", "kayak", "ideas", "owls", "egg
 
 
 def _composed_task(
-    filter_: tuple, change: tuple, summary: tuple, argument: str, argument_type: str, bound: str = ""
+    filter_: tuple,
+    change: tuple,
+    summary: tuple,
+    argument: str,
+    argument_type: str,
+    bound: str = "",
+    positional: bool = False,
 ) -> tuple[str, str, str, Callable]:
     """A composed task: its function name, signature tail, docstring sentence and implementation.
 
     ``bound`` adds parameters after the list (``", k: int"``); the implementation passes their values
-    to the filter after the item."""
+    to the filter after the item.  A ``positional`` filter is asked ``keep(index, item, items)``
+    instead (where an item stands in the list, or how it compares with its neighbours)."""
     filter_name, noun, keep = filter_
     change_name, phrase, apply = change
     summary_name, sentence, returns, summarize = summary
@@ -656,6 +670,8 @@ def _composed_task(
     signature = f"({argument}: {argument_type}{bound}) -> {returns}"
 
     def implementation(items, *bound_values):
+        if positional:
+            return summarize([apply(item) for i, item in enumerate(items) if keep(i, item, items)])
         return summarize([apply(item) for item in items if keep(item, *bound_values)])
 
     return name, signature, sentence.format(phrase.format(noun)), implementation
@@ -668,15 +684,16 @@ def _composed_prompts(
     argument_type: str,
     make_call: Callable[[random.Random], tuple],
     bound: str = "",
+    positional: bool = False,
 ) -> list[str]:
     """One prompt per filter x change x summary of ``parts``, each with 2-3 examples whose arguments
-    ``make_call`` draws from ``rng``."""
+    ``make_call`` draws from ``rng`` (``positional``: see :func:`_composed_task`)."""
     prompts = []
     for filter_, change, summary in itertools.product(*parts):
         if summary[0] == "count" and change[0]:  # a count is the same whatever the items become
             continue
         name, signature, sentence, implementation = _composed_task(
-            filter_, change, summary, argument, argument_type, bound
+            filter_, change, summary, argument, argument_type, bound, positional
         )
         calls = [make_call(rng) for _ in range(rng.randint(2, 3))]
         prompts.append(_typed_doctest_prompt(name, signature, sentence, implementation, calls))
@@ -726,6 +743,40 @@ def threshold_function_prompts(seed: int = 0) -> list[str]:
         "List[int]",
         lambda r: (_number_list(r), r.randint(2, 12)),
         ", k: int",
+    )
+    return list(dict.fromkeys(prompts))
+
+
+# HumanEval-shaped tasks over where numbers stand in a list (``position-functions``): the composed
+# tasks' changes and summaries over the numbers kept by their index or by their neighbours.
+# fmt: off
+_POSITION_FILTERS = (  # (name part, noun phrase, keep(index, x, numbers))
+    ("even_index", "the numbers at even positions of the list, counting from 0",
+     lambda i, x, xs: i % 2 == 0),
+    ("odd_index", "the numbers at odd positions of the list, counting from 0",
+     lambda i, x, xs: i % 2 == 1),
+    ("rising", "the numbers in the list greater than the number just before them",
+     lambda i, x, xs: i > 0 and x > xs[i - 1]),
+    ("falling", "the numbers in the list less than the number just before them",
+     lambda i, x, xs: i > 0 and x < xs[i - 1]),
+    ("peak", "the numbers in the list greater than each of their neighbours",
+     lambda i, x, xs: all(x > xs[j] for j in (i - 1, i + 1) if 0 <= j < len(xs))),
+    ("above_first", "the numbers in the list greater than its first number",
+     lambda i, x, xs: x > xs[0]),
+    ("first_half", "the numbers in the first half of the list, with the middle one of an odd length",
+     lambda i, x, xs: i < (len(xs) + 1) // 2),
+    ("record", "the numbers in the list greater than every number before them",
+     lambda i, x, xs: all(x > y for y in xs[:i])),
+)
+# fmt: on
+
+
+def position_function_prompts(seed: int = 0) -> list[str]:
+    """Every position filter x change x summary task over ``numbers``, with 2-3 examples each."""
+    parts = (_POSITION_FILTERS, _NUMBER_CHANGES, _NUMBER_SUMMARIES)
+    rng = random.Random(seed + 61)
+    prompts = _composed_prompts(
+        rng, parts, "numbers", "List[int]", lambda r: (_number_list(r),), positional=True
     )
     return list(dict.fromkeys(prompts))
 
@@ -1773,6 +1824,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "rate-problems": lambda seed: rate_problems(1000, seed),
     "measure-problems": lambda seed: measure_problems(1000, seed),
     "schedule-problems": lambda seed: schedule_problems(1000, seed),
+    "position-functions": position_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
