@@ -1,17 +1,18 @@
 """The shipped SmolLM2-135M-Instruct drafter loads against the real target, keeps greedy output exactly
 the target's own, and is accepted clearly more often than a random drafter (tau ~1.0).
 
-The shipped drafter (``drafters/smollm2-135m-instruct/``, the twenty-fourth CPU run since
-2026-11-28: 2.014 on these chats, the twenty-third 2.136, the twenty-second 2.074, the twenty-first 2.043, the twentieth
+The shipped drafter (``drafters/smollm2-135m-instruct/``, the twenty-fifth CPU run since
+2026-11-28: 2.074 on these chats, the twenty-fourth 2.014, the twenty-third 2.136, the twenty-second 2.074, the twenty-first 2.043, the twentieth
 2.104, the nineteenth 1.986, the eighteenth 2.014, the seventeenth 1.932, the sixteenth 1.958, the
 fifteenth 1.855, the fourteenth 1.81, the thirteenth 1.78, the twelfth 1.83, the eleventh 1.83, the
-ninth 1.78) must reach tau > 1.91 here (three chats of 48 tokens: a few hundredths of noise between
+ninth 1.78) must reach tau > 1.97 here (three chats of 48 tokens: a few hundredths of noise between
 drafters, so the threshold keeps a margin of about 0.1 below the shipped drafter's value: raised
 from 1.75 with the sixteenth, to 1.88 with the nineteenth, to 2.0 with the twentieth, set to 1.94
 with the twenty-first, whose replayed tau on 200 evaluation prompts is the twentieth's or above
 while these three chats gave 0.06 less, to 1.97 with the twenty-second, to 2.03 with the
-twenty-third, and set to 1.91 with the twenty-fourth, whose replayed tau on 200 evaluation prompts
-is the twenty-third's or above while these three chats gave 0.12 less). Earlier runs keep their weights in git history only (see that folder's README).
+twenty-third, set to 1.91 with the twenty-fourth, whose replayed tau on 200 evaluation prompts
+is the twenty-third's or above while these three chats gave 0.12 less, and to 1.97 with the
+twenty-fifth). Earlier runs keep their weights in git history only (see that folder's README).
 """
 
 import json
@@ -25,7 +26,7 @@ from sglang_dflash.smollm2 import IM_END_ID
 
 DRAFTERS = os.path.join(os.path.dirname(__file__), "..", "drafters", "smollm2-135m-instruct")
 # (directory, minimum tau on CHATS)
-COMMITTED = [(DRAFTERS, 1.91)]
+COMMITTED = [(DRAFTERS, 1.97)]
 # Not from the evaluation sets: a code task and a word problem in the style the drafter was trained on.
 CHATS = [
     "Write a Python function that returns the largest of three numbers.",

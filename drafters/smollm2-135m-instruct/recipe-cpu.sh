@@ -24,7 +24,8 @@
 #   STEPS=700 TRAIN_MINUTES=           training length; TRAIN_MINUTES time-boxes one run
 #   LR=8e-4 WARMUP=30 THREADS=1        peak learning rate, warmup steps, torch threads
 #   MIN_LR_RATIO=0.1                   the cosine's floor as a share of LR (1: a constant LR)
-#   GAMMA=7                            block position i's loss weight exp(-(i-1)/GAMMA) (train --gamma)
+#   GAMMA=3                            block position i's loss weight exp(-(i-1)/GAMMA) (train --gamma; runs
+#                                      before the twenty-fifth: 7, the paper's; README "Twenty-fifth run")
 #   PRECISION=auto                     the steps' autocast (train --precision: bf16 where the CPU has native
 #                                      bf16, 1.75x faster steps; fp32 as runs before 2026-11-27)
 #   INIT_DRAFTER=<the committed one>   warm start from a drafter of the same shape (empty: from the target's
@@ -122,14 +123,14 @@ num_chunks=$(cat "$work/num_chunks")
 
 # 2. Train from the stored features (the target never runs): 2 draft layers initialised from the target's
 #    last two, block 16, mask token "<filename>" (id 6: the vocabulary has no spare slot), 8 sequences x 32
-#    anchors per step, block positions importance-sampled by their loss weight (GAMMA, 7 by default), AdamW, cosine.
+#    anchors per step, block positions importance-sampled by their loss weight (GAMMA, 3 by default), AdamW, cosine.
 #    HELDOUT random records are held out for the teacher-forced acceptance curve.  INIT_DRAFTER starts
 #    the layers from an earlier drafter instead (a warm restart: new optimizer, schedule and hold-out).
 want train && stage train sglang-dflash train --target "$target" --features "$features" \
   ${EXTRA_FEATURES:+--extra-features $EXTRA_FEATURES} --num-chunks "$num_chunks" \
   --out "$work/drafter" --num-draft-layers "${DRAFT_LAYERS:-2}" --block-size 16 --target-layer-ids $layers \
   --mask-token-id 6 --mask-token "<filename>" --steps "${STEPS:-700}" --batch-size 8 --num-anchors 32 \
-  --max-seq-len 512 --lr "${LR:-8e-4}" --min-lr-ratio "${MIN_LR_RATIO:-0.1}" --warmup-steps "${WARMUP:-30}" --gamma "${GAMMA:-7}" --sample-positions --heldout "${HELDOUT:-32}" ${HELDOUT_AMONG:+--heldout-among "$HELDOUT_AMONG"} --eval-every "${EVAL_EVERY:-50}" \
+  --max-seq-len 512 --lr "${LR:-8e-4}" --min-lr-ratio "${MIN_LR_RATIO:-0.1}" --warmup-steps "${WARMUP:-30}" --gamma "${GAMMA:-3}" --sample-positions --heldout "${HELDOUT:-32}" ${HELDOUT_AMONG:+--heldout-among "$HELDOUT_AMONG"} --eval-every "${EVAL_EVERY:-50}" \
   --snapshot-every 50 --save-every "${SAVE_EVERY:-10}" --log-every 5 --threads "${THREADS:-1}" --precision "${PRECISION:-auto}" \
   --max-shard-mb 24 --device cpu ${TRAIN_MINUTES:+--max-minutes "$TRAIN_MINUTES"} \
   ${INIT_DRAFTER:+--init-drafter "$INIT_DRAFTER"}
