@@ -370,14 +370,25 @@ def _assert_one_named_task_each(prompts: list[str]) -> None:
     assert len(set(names)) == len(prompts) and all(2 <= p.count(">>> ") <= 3 for p in prompts)
 
 
-def _assert_pool_is_tasks_disjoint_from_code_and_humaneval(
-    source: str, prompts: list[str], other_sources: tuple[str, ...]
-) -> None:
-    """``source``'s pool is exactly ``prompts``, shares none with ``other_sources`` and no 12-word run
-    with a HumanEval prompt."""
+# The HumanEval-shaped code sources whose tasks must stay disjoint from each other's.
+CODE_SOURCES = (
+    "code-completions",
+    "package-completions",
+    "library-completions",
+    "composed-functions",
+    "threshold-functions",
+    "text-functions",
+    "position-functions",
+)
+
+
+def _assert_pool_is_tasks_disjoint_from_code_and_humaneval(source: str, prompts: list[str]) -> None:
+    """``source``'s pool is exactly ``prompts``, shares none with the other code sources and no
+    12-word run with a HumanEval prompt."""
     mix = builtin_prompts(sources=(source,))
     assert sorted(mix) == sorted(prompts)
-    assert not set(mix) & set(builtin_prompts(sources=other_sources))
+    others = tuple(other for other in CODE_SOURCES if other != source)
+    assert not set(mix) & set(builtin_prompts(sources=others))
     humaneval = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl"))
     assert overlapping_prompts(mix, humaneval) == []
 
@@ -401,8 +412,7 @@ def test_composed_functions_are_every_combination_with_right_examples_and_disjoi
         assert result == " ".join(w.upper() for w in words if w[0] in "aeiou")
     sentence = "Return the sum of the squares of the even numbers in the list (0 if there are none)."
     assert sentence in next(p for p in prompts if "def sum_squared_even(" in p)
-    others = ("code-completions", "package-completions", "library-completions")
-    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("composed-functions", prompts, others)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("composed-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
@@ -424,8 +434,7 @@ def test_threshold_functions_are_every_combination_with_right_examples_and_disjo
         "Return the sum of the squares of the numbers in the list greater than k (0 if there are none)."
     )
     assert sentence in next(p for p in prompts if "def sum_squared_above_k(" in p)
-    others = ("code-completions", "package-completions", "library-completions", "composed-functions")
-    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("threshold-functions", prompts, others)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("threshold-functions", prompts)
 
 
 def test_text_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
@@ -448,14 +457,7 @@ def test_text_functions_are_every_combination_with_right_examples_and_disjoint_f
         assert result == next((c for c in text if counts[c] == max(counts.values())), None)
     sentence = "Return the vowels in the text, in upper case, joined into one string in their original order."
     assert sentence in next(p for p in prompts if "def joined_upper_vowels(" in p)
-    others = (
-        "code-completions",
-        "package-completions",
-        "library-completions",
-        "composed-functions",
-        "threshold-functions",
-    )
-    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("text-functions", prompts, others)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("text-functions", prompts)
 
 
 def test_position_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
@@ -483,15 +485,7 @@ def test_position_functions_are_every_combination_with_right_examples_and_disjoi
         "Return the sum of the numbers at odd positions of the list, counting from 0 (0 if there are none)."
     )
     assert sentence in next(p for p in prompts if "def sum_odd_index(" in p)
-    others = (
-        "code-completions",
-        "package-completions",
-        "library-completions",
-        "composed-functions",
-        "threshold-functions",
-        "text-functions",
-    )
-    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("position-functions", prompts, others)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("position-functions", prompts)
 
 
 # (source, its templates, its maker, its pool size) for every template story source.
