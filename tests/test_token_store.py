@@ -2,6 +2,7 @@
 uninterrupted run, rebuild the features generation captures, and (the committed one) hold no
 evaluation prompt."""
 
+import gzip
 import json
 import os
 
@@ -73,7 +74,7 @@ def test_store_round_trips_records_compactly(target, tmp_path):
         assert record["input_ids"][: record["loss_start"]] == prompt
         assert len(record["input_ids"]) == len(prompt) + 10
     assert sorted(r["prompt_index"] for r in store.records) == list(range(40))
-    arrays = tokens_module.load_file(str(tmp_path / "s" / "chunk-00000.safetensors"))
+    arrays = tokens_module.read_chunk_arrays(str(tmp_path / "s" / "chunk-00000.safetensors.gz"))
     assert arrays["tokens"].dtype == np.uint16 and arrays["offsets"].dtype == np.int32
     header = json.loads((tmp_path / "s" / "header.json").read_text())
     assert header["settings"]["target"]["weights_sha256"] == weights_sha256(target)
@@ -109,7 +110,7 @@ def test_a_stopped_run_resumed_and_a_grown_store_equal_one_uninterrupted_run(tar
     real_write = tokens_module.write_token_chunk
 
     def killed_at_chunk_4(path, records, dtype):
-        if path.endswith("chunk-00004.safetensors"):
+        if path.endswith("chunk-00004.safetensors.gz"):
             with open(path + ".999999999.tmp", "wb") as f:
                 f.write(b"half a chunk")
             raise KeyboardInterrupt
@@ -134,6 +135,31 @@ def test_a_stopped_run_resumed_and_a_grown_store_equal_one_uninterrupted_run(tar
         json.loads((tmp_path / n / "header.json").read_text()) for n in ("straight", "grown", "resumed")
     ]
     assert all(h["settings"] == headers[0]["settings"] and h["summary"]["records"] == 40 for h in headers)
+
+
+def test_an_older_stores_plain_chunks_read_the_same_and_compress_to_a_new_stores_bytes(target, tmp_path):
+    pool = _pool(12)
+    _generate(target, tmp_path / "new", pool)
+    new = tmp_path / "new"
+    # An older store: the same records as plain safetensors chunks (gzip's bytes taken off).
+    old = tmp_path / "old"
+    old.mkdir()
+    for name, data in _files(new).items():
+        plain = name.removesuffix(".gz") if name.startswith("chunk-") else name
+        (old / plain).write_bytes(gzip.decompress(data) if plain != name else data)
+    (old / "header.json").write_bytes((new / "header.json").read_bytes())
+    assert sorted(p.name for p in old.glob("chunk-*")) == [f"chunk-0000{c}.safetensors" for c in range(3)]
+    assert TokenStore.open(str(old)).records == TokenStore.open(str(new)).records
+
+    # Stopped halfway through a conversion: chunk 0 already compressed beside its plain file.
+    (old / "chunk-00000.safetensors.gz").write_bytes((new / "chunk-00000.safetensors.gz").read_bytes())
+    assert TokenStore.open(str(old)).chunks() == [0, 1, 2]
+    assert tokens_module.compress_store(str(old)) == 3
+    assert _files(old) == _files(new)
+    assert tokens_module.compress_store(str(old)) == 0
+    compressed = sum(len(d) for n, d in _files(new).items() if n.startswith("chunk-"))
+    plain = sum(len(gzip.decompress(d)) for n, d in _files(new).items() if n.startswith("chunk-"))
+    assert compressed < plain
 
 
 def test_shards_fill_one_store_as_a_single_process_does(target, tmp_path):

@@ -15,10 +15,14 @@ A token store is a directory:
 - ``prompts.json.gz``: the prompt pool itself (texts, in pool order; its digest is the header's).
   A store grows from its own pool, never from a recomputed one: the built-in sources read the
   installed Python's stdlib, which differs between machines and Python builds;
-- ``chunk-NNNNN.safetensors``: one generation batch, ``tokens`` [n] (uint16 when the vocabulary
+- ``chunk-NNNNN.safetensors.gz``: one generation batch, ``tokens`` [n] (uint16 when the vocabulary
   fits, else int32) holding the records back to back, ``offsets`` [R + 1] int32 (record r is
   ``tokens[offsets[r]:offsets[r + 1]]``), ``loss_starts`` [R] int32 (the prompt's length: the
-  response starts there) and ``prompt_index`` [R] int32 (the prompt's position in the pool).
+  response starts there) and ``prompt_index`` [R] int32 (the prompt's position in the pool); a
+  safetensors file, gzip-compressed without a timestamp (the same records, the same bytes).  A chat
+  template and templated prompts repeat across records, so gzip keeps about a sixth of the bytes.
+  Stores written before 2026-11-28 hold plain ``chunk-NNNNN.safetensors`` files: they read the same,
+  and :func:`compress_store` converts them.
 
 Chunk ``c`` is always the same prompts: the pool (already a seeded shuffle) is cut into windows of
 ``window_chunks`` chunks, each window's prompts sorted by length (a batch pads little) and cut into
@@ -42,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from safetensors.numpy import load_file, save
+from safetensors.numpy import load, save
 from torch import nn
 
 from .data import generate_batch
@@ -59,7 +63,8 @@ HEADER = "header.json"
 POOL = "prompts.json.gz"
 FORMAT = "sglang-dflash token store 1"
 WINDOW_CHUNKS = 8
-_CHUNK = re.compile(r"chunk-(\d{5})\.safetensors")
+_CHUNK = re.compile(r"chunk-(\d{5})\.safetensors(?:\.gz)?")
+COMPRESSED_SUFFIX = ".gz"
 
 
 def json_sha256(value: object) -> str:
@@ -98,13 +103,23 @@ def chunk_plan(prompt_ids: Sequence[Sequence[int]], chunk_size: int, window_chun
 
 
 def chunk_path(store_dir: str, chunk: int) -> str:
-    return os.path.join(store_dir, f"chunk-{chunk:05d}.safetensors")
+    """Where chunk ``chunk`` is written (compressed); :func:`existing_chunk_path` finds either form."""
+    return os.path.join(store_dir, f"chunk-{chunk:05d}.safetensors{COMPRESSED_SUFFIX}")
+
+
+def existing_chunk_path(store_dir: str, chunk: int) -> str | None:
+    """The file holding chunk ``chunk``, compressed or (an older store's) plain; None when it is missing."""
+    compressed = chunk_path(store_dir, chunk)
+    for path in (compressed, compressed.removesuffix(COMPRESSED_SUFFIX)):
+        if os.path.exists(path):
+            return path
+    return None
 
 
 def finished_chunks(store_dir: str) -> list[int]:
     """Ids of the store's chunk files (temporary files of a write in progress are not chunks)."""
-    names = (os.path.basename(p) for p in glob.glob(os.path.join(store_dir, "chunk-*.safetensors")))
-    return sorted(int(m.group(1)) for m in map(_CHUNK.fullmatch, names) if m)
+    names = (os.path.basename(p) for p in glob.glob(os.path.join(store_dir, "chunk-*.safetensors*")))
+    return sorted({int(m.group(1)) for m in map(_CHUNK.fullmatch, names) if m})
 
 
 def write_token_chunk(path: str, records: Sequence[dict], dtype: str) -> None:
@@ -124,12 +139,23 @@ def write_token_chunk(path: str, records: Sequence[dict], dtype: str) -> None:
             "prompt_index": np.asarray([r["prompt_index"] for r in records], dtype=np.int32),
         }
     )
+    if path.endswith(COMPRESSED_SUFFIX):
+        data = gzip.compress(data, compresslevel=9, mtime=0)
     write_atomic(path, lambda f: f.write(data))
+
+
+def read_chunk_arrays(path: str) -> dict[str, np.ndarray]:
+    """The arrays of one chunk file, compressed (``.gz``) or plain."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if path.endswith(COMPRESSED_SUFFIX):
+        data = gzip.decompress(data)
+    return load(data)
 
 
 def read_token_chunk(path: str) -> list[dict]:
     """The records of one chunk file, checked: ``{"input_ids", "loss_start", "prompt_index"}``."""
-    arrays = load_file(path)
+    arrays = read_chunk_arrays(path)
     missing = {"tokens", "offsets", "loss_starts", "prompt_index"} - arrays.keys()
     if missing:
         raise ValueError(f"{path}: tensors {sorted(missing)} are missing; expected a token-store chunk")
@@ -241,13 +267,38 @@ def _remove_stale_temporaries(store_dir: str) -> None:
 def summarize(store_dir: str) -> dict:
     """Counts over the store's chunk files: chunks, records, prompt and response tokens."""
     chunks = finished_chunks(store_dir)
-    records = [r for c in chunks for r in read_token_chunk(chunk_path(store_dir, c))]
+    records = [r for c in chunks for r in read_token_chunk(existing_chunk_path(store_dir, c))]
     return {
         "chunks": len(chunks),
         "records": len(records),
         "prompt_tokens": sum(r["loss_start"] for r in records),
         "response_tokens": sum(len(r["input_ids"]) - r["loss_start"] for r in records),
     }
+
+
+def compress_store(store_dir: str) -> int:
+    """Rewrite an older store's plain chunk files compressed; returns how many were converted.
+
+    Each compressed file is written (atomically) and read back equal to the plain one before the
+    plain one is removed, so a conversion stopped at any point leaves a valid store, and a rerun
+    finishes it.
+    """
+    _read_header(store_dir)
+    converted = 0
+    for c in finished_chunks(store_dir):
+        compressed = chunk_path(store_dir, c)
+        plain = compressed.removesuffix(COMPRESSED_SUFFIX)
+        if not os.path.exists(plain):
+            continue
+        records = read_token_chunk(plain)
+        if not os.path.exists(compressed):
+            dtype = str(read_chunk_arrays(plain)["tokens"].dtype)
+            write_token_chunk(compressed, records, dtype)
+        if read_token_chunk(compressed) != records:
+            raise ValueError(f"{compressed} holds other records than {plain}; expected the same chunk")
+        os.remove(plain)
+        converted += 1
+    return converted
 
 
 def generate_token_store(
@@ -314,7 +365,7 @@ def generate_token_store(
     _remove_stale_temporaries(store_dir)
     plan = chunk_plan(prompt_ids, chunk_size, WINDOW_CHUNKS)
     wanted = len(plan) if num_prompts is None else -(-num_prompts // chunk_size)
-    todo = [c for c in range(wanted) if c % count == index and not os.path.exists(chunk_path(store_dir, c))]
+    todo = [c for c in range(wanted) if c % count == index and existing_chunk_path(store_dir, c) is None]
     log(f"gen-data: {len(todo)} chunks to generate into {store_dir} (chunks 0..{wanted - 1} wanted)")
     for c in todo:
         if max_minutes is not None and time.time() - started > 60 * max_minutes:
@@ -354,7 +405,7 @@ class TokenStore:
         records = [
             {**record, "chunk": c}
             for c in finished_chunks(path)
-            for record in read_token_chunk(chunk_path(path, c))
+            for record in read_token_chunk(existing_chunk_path(path, c))
         ]
         return cls(path, header, records)
 
@@ -463,7 +514,7 @@ def build_features_from_tokens(
     started = time.time()
     store = TokenStore.open(tokens_dir)
     if not store.records:
-        raise ValueError(f"{tokens_dir} holds no chunk; expected at least one chunk-NNNNN.safetensors")
+        raise ValueError(f"{tokens_dir} holds no chunk; expected at least one chunk-NNNNN.safetensors.gz")
     stored, ours = store.settings["target"]["weights_sha256"], weights_sha256(target)
     if stored != ours:
         raise ValueError(
