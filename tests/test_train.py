@@ -3,6 +3,7 @@ export -> load -> identical outputs, exact resume, and prompts disjoint from the
 
 import ast
 import json
+import math
 import os
 import re
 import statistics
@@ -379,6 +380,7 @@ CODE_SOURCES = (
     "threshold-functions",
     "text-functions",
     "position-functions",
+    "digit-functions",
 )
 
 
@@ -486,6 +488,28 @@ def test_position_functions_are_every_combination_with_right_examples_and_disjoi
     )
     assert sentence in next(p for p in prompts if "def sum_odd_index(" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("position-functions", prompts)
+
+
+def test_digit_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import digit_function_prompts
+
+    prompts = digit_function_prompts()
+    # 7 digit filters x 7 changes x 11 summaries, less the 7 x 6 counts of changed digits.
+    assert len(prompts) == 7 * 7 * 11 - 7 * 6 and prompts == digit_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (n,), result in _doctest_examples(prompts, "product_odd_digits"):
+        assert result == math.prod(int(d) for d in str(n) if d in "13579")
+    for (n,), result in _doctest_examples(prompts, "concatenated_complemented_prime_digits"):
+        assert result == "".join(str(9 - int(d)) for d in str(n) if d in "2357")
+    for (n,), result in _doctest_examples(prompts, "count_large_digits"):
+        assert result == sum(d in "56789" for d in str(n))
+    for (n,), result in _doctest_examples(prompts, "mean_squared_digits"):
+        assert result == round(sum(int(d) ** 2 for d in str(n)) / len(str(n)), 2)
+    sentence = "Return the largest of the cubes of the digits of n less than 5, or None if there are none."
+    assert sentence in next(p for p in prompts if "def largest_cubed_small_digits(" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("digit-functions", prompts)
 
 
 # (source, its templates, its maker, its pool size) for every template story source.

@@ -86,6 +86,12 @@ same pattern (docs/training.md lists them all), and a seventh code source:
   by where they stand: even or odd index, greater or less than the number before, peaks, records,
   the first half (``sum_squared_even_index(numbers)``), every combination once (576 tasks).
 
+And an eighth code source:
+
+- ``digit-functions``: the composed tasks' shape over the decimal digits of ``n: int``: a digit
+  filter (even, odd, prime, greater than 4, ...), a per-digit change and a summary
+  (``product_squared_odd_digits(n)``), every combination once (497 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -104,6 +110,7 @@ import re
 import textwrap
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import torch
 from tqdm import tqdm
@@ -657,12 +664,14 @@ def _composed_task(
     argument_type: str,
     bound: str = "",
     positional: bool = False,
+    items_of: Callable[[Any], list] | None = None,
 ) -> tuple[str, str, str, Callable]:
     """A composed task: its function name, signature tail, docstring sentence and implementation.
 
     ``bound`` adds parameters after the list (``", k: int"``); the implementation passes their values
     to the filter after the item.  A ``positional`` filter is asked ``keep(index, item, items)``
-    instead (where an item stands in the list, or how it compares with its neighbours)."""
+    instead (where an item stands in the list, or how it compares with its neighbours).
+    ``items_of`` turns an argument that is not a list into the items (an integer into its digits)."""
     filter_name, noun, keep = filter_
     change_name, phrase, apply = change
     summary_name, sentence, returns, summarize = summary
@@ -670,6 +679,8 @@ def _composed_task(
     signature = f"({argument}: {argument_type}{bound}) -> {returns}"
 
     def implementation(items, *bound_values):
+        if items_of is not None:
+            items = items_of(items)
         if positional:
             return summarize([apply(item) for i, item in enumerate(items) if keep(i, item, items)])
         return summarize([apply(item) for item in items if keep(item, *bound_values)])
@@ -685,15 +696,16 @@ def _composed_prompts(
     make_call: Callable[[random.Random], tuple],
     bound: str = "",
     positional: bool = False,
+    items_of: Callable[[Any], list] | None = None,
 ) -> list[str]:
     """One prompt per filter x change x summary of ``parts``, each with 2-3 examples whose arguments
-    ``make_call`` draws from ``rng`` (``positional``: see :func:`_composed_task`)."""
+    ``make_call`` draws from ``rng`` (``positional``, ``items_of``: see :func:`_composed_task`)."""
     prompts = []
     for filter_, change, summary in itertools.product(*parts):
         if summary[0] == "count" and change[0]:  # a count is the same whatever the items become
             continue
         name, signature, sentence, implementation = _composed_task(
-            filter_, change, summary, argument, argument_type, bound, positional
+            filter_, change, summary, argument, argument_type, bound, positional, items_of
         )
         calls = [make_call(rng) for _ in range(rng.randint(2, 3))]
         prompts.append(_typed_doctest_prompt(name, signature, sentence, implementation, calls))
@@ -777,6 +789,55 @@ def position_function_prompts(seed: int = 0) -> list[str]:
     rng = random.Random(seed + 61)
     prompts = _composed_prompts(
         rng, parts, "numbers", "List[int]", lambda r: (_number_list(r),), positional=True
+    )
+    return list(dict.fromkeys(prompts))
+
+
+# HumanEval-shaped tasks over the decimal digits of a number (``digit-functions``): a digit filter,
+# a per-digit change and a summary, composed as the list tasks are.
+# fmt: off
+_DIGIT_FILTERS = (  # (name part, noun phrase, keep)
+    ("even_digits", "the even digits of n", lambda d: d % 2 == 0),
+    ("odd_digits", "the odd digits of n", lambda d: d % 2 == 1),
+    ("nonzero_digits", "the digits of n that are not zero", lambda d: d != 0),
+    ("large_digits", "the digits of n greater than 4", lambda d: d > 4),
+    ("small_digits", "the digits of n less than 5", lambda d: d < 5),
+    ("prime_digits", "the digits of n that are prime (2, 3, 5 and 7)", lambda d: d in (2, 3, 5, 7)),
+    ("digits", "all the digits of n", lambda d: True),
+)
+_DIGIT_CHANGES = (  # (name part, phrase around the filtered noun phrase, change)
+    ("", "{}", lambda d: d),
+    ("squared", "the squares of {}", lambda d: d * d),
+    ("cubed", "the cubes of {}", lambda d: d**3),
+    ("doubled", "twice each of {}", lambda d: 2 * d),
+    ("incremented", "{}, each increased by one", lambda d: d + 1),
+    ("complemented", "nine minus each of {}", lambda d: 9 - d),
+    ("halved", "{}, each divided by two and rounded down", lambda d: d // 2),
+)
+_DIGIT_SUMMARIES = (*_NUMBER_SUMMARIES,  # (name part, sentence, return annotation, summary)
+    ("count", "Return how many of {} there are.", "int", len),
+    ("concatenated", "Return {}, written one after another as a string in their order in n ('' if "
+     "there are none).", "str", lambda ds: "".join(map(str, ds))),
+)
+# fmt: on
+
+
+def _digits(n: int) -> list[int]:
+    """The decimal digits of a non-negative ``n``, most significant first."""
+    return [int(d) for d in str(n)]
+
+
+def digit_function_prompts(seed: int = 0) -> list[str]:
+    """Every digit filter x change x summary task over ``n: int``, with 2-3 examples each (n of 3-7
+    digits, so that most filters keep some)."""
+    parts = (_DIGIT_FILTERS, _DIGIT_CHANGES, _DIGIT_SUMMARIES)
+    prompts = _composed_prompts(
+        random.Random(seed + 67),
+        parts,
+        "n",
+        "int",
+        lambda r: (r.randint(100, 9_999_999),),
+        items_of=_digits,
     )
     return list(dict.fromkeys(prompts))
 
@@ -1825,6 +1886,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "measure-problems": lambda seed: measure_problems(1000, seed),
     "schedule-problems": lambda seed: schedule_problems(1000, seed),
     "position-functions": position_function_prompts,
+    "digit-functions": digit_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
