@@ -381,6 +381,7 @@ CODE_SOURCES = (
     "text-functions",
     "position-functions",
     "digit-functions",
+    "pair-functions",
 )
 
 
@@ -510,6 +511,30 @@ def test_digit_functions_are_every_combination_with_right_examples_and_disjoint_
     sentence = "Return the largest of the cubes of the digits of n less than 5, or None if there are none."
     assert sentence in next(p for p in prompts if "def largest_cubed_small_digits(" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("digit-functions", prompts)
+
+
+def test_pair_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import pair_function_prompts
+
+    prompts = pair_function_prompts()
+    # 7 pair filters x 6 changes x 9 summaries.
+    assert len(prompts) == 7 * 6 * 9 and prompts == pair_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (a, b), result in _doctest_examples(prompts, "sum_products_first_larger"):
+        assert len(a) == len(b) and result == sum(x * y for x, y in zip(a, b) if x > y)
+    for (a, b), result in _doctest_examples(prompts, "largest_gaps_same_parity"):
+        assert result == max((abs(x - y) for x, y in zip(a, b) if (x + y) % 2 == 0), default=None)
+    for (a, b), result in _doctest_examples(prompts, "count_distinct_smaller_both_positive"):
+        assert result == len({min(x, y) for x, y in zip(a, b) if x > 0 and y > 0})
+    for (a, b), result in _doctest_examples(prompts, "list_differences_unequal"):
+        assert result == [x - y for x, y in zip(a, b) if x != y]
+    sentence = (
+        "Return the sum of the products of the pairs (a[i], b[i]) with a[i] > b[i] (0 if there are none)."
+    )
+    assert sentence in next(p for p in prompts if "def sum_products_first_larger(" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("pair-functions", prompts)
 
 
 # (source, its templates, its maker, its pool size) for every template story source.

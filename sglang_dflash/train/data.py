@@ -91,6 +91,10 @@ And an eighth code source:
 - ``digit-functions``: the composed tasks' shape over the decimal digits of ``n: int``: a digit
   filter (even, odd, prime, greater than 4, ...), a per-digit change and a summary
   (``product_squared_odd_digits(n)``), every combination once (497 tasks).
+- ``pair-functions`` (the ninth): the composed tasks' shape over two lists read side by side: a
+  filter over the pairs ``(a[i], b[i])`` (``a[i] > b[i]``, both even or both odd, ...), a change
+  that makes one number of each pair (sum, difference, product, larger, ...) and a summary
+  (``sum_products_first_larger(a, b)``), every combination once (378 tasks).
 
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
@@ -110,7 +114,6 @@ import re
 import textwrap
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
 
 import torch
 from tqdm import tqdm
@@ -664,23 +667,25 @@ def _composed_task(
     argument_type: str,
     bound: str = "",
     positional: bool = False,
-    items_of: Callable[[Any], list] | None = None,
+    items_of: Callable[..., list] | None = None,
 ) -> tuple[str, str, str, Callable]:
     """A composed task: its function name, signature tail, docstring sentence and implementation.
 
     ``bound`` adds parameters after the list (``", k: int"``); the implementation passes their values
     to the filter after the item.  A ``positional`` filter is asked ``keep(index, item, items)``
     instead (where an item stands in the list, or how it compares with its neighbours).
-    ``items_of`` turns an argument that is not a list into the items (an integer into its digits)."""
+    ``items_of`` turns the arguments into the items (an integer into its digits, two lists into the
+    pairs of their numbers at the same position); the filter then sees the item alone."""
     filter_name, noun, keep = filter_
     change_name, phrase, apply = change
     summary_name, sentence, returns, summarize = summary
     name = "_".join(part for part in (summary_name, change_name, filter_name) if part)
     signature = f"({argument}: {argument_type}{bound}) -> {returns}"
 
-    def implementation(items, *bound_values):
+    def implementation(*arguments):
         if items_of is not None:
-            items = items_of(items)
+            return summarize([apply(item) for item in items_of(*arguments) if keep(item)])
+        items, *bound_values = arguments
         if positional:
             return summarize([apply(item) for i, item in enumerate(items) if keep(i, item, items)])
         return summarize([apply(item) for item in items if keep(item, *bound_values)])
@@ -696,7 +701,7 @@ def _composed_prompts(
     make_call: Callable[[random.Random], tuple],
     bound: str = "",
     positional: bool = False,
-    items_of: Callable[[Any], list] | None = None,
+    items_of: Callable[..., list] | None = None,
 ) -> list[str]:
     """One prompt per filter x change x summary of ``parts``, each with 2-3 examples whose arguments
     ``make_call`` draws from ``rng`` (``positional``, ``items_of``: see :func:`_composed_task`)."""
@@ -838,6 +843,53 @@ def digit_function_prompts(seed: int = 0) -> list[str]:
         "int",
         lambda r: (r.randint(100, 9_999_999),),
         items_of=_digits,
+    )
+    return list(dict.fromkeys(prompts))
+
+
+# HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
+# (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
+# fmt: off
+_PAIR_FILTERS = (  # (name part, noun phrase, keep((x, y)))
+    ("first_larger", "the pairs (a[i], b[i]) with a[i] > b[i]", lambda p: p[0] > p[1]),
+    ("second_larger", "the pairs (a[i], b[i]) with a[i] < b[i]", lambda p: p[0] < p[1]),
+    ("equal", "the pairs (a[i], b[i]) with a[i] == b[i]", lambda p: p[0] == p[1]),
+    ("unequal", "the pairs (a[i], b[i]) with a[i] != b[i]", lambda p: p[0] != p[1]),
+    ("same_parity", "the pairs (a[i], b[i]) whose numbers are both even or both odd",
+     lambda p: (p[0] - p[1]) % 2 == 0),
+    ("both_positive", "the pairs (a[i], b[i]) whose numbers are both positive",
+     lambda p: p[0] > 0 and p[1] > 0),
+    ("pairs", "all the pairs (a[i], b[i])", lambda p: True),
+)
+_PAIR_CHANGES = (  # (name part, phrase around the filtered noun phrase, change of a pair into a number)
+    ("sums", "the sums of {}", lambda p: p[0] + p[1]),
+    ("differences", "the differences a[i] - b[i] of {}", lambda p: p[0] - p[1]),
+    ("gaps", "the absolute differences of {}", lambda p: abs(p[0] - p[1])),
+    ("products", "the products of {}", lambda p: p[0] * p[1]),
+    ("larger", "the larger numbers of {}", max),
+    ("smaller", "the smaller numbers of {}", min),
+)
+# fmt: on
+
+
+def _paired_lists(rng: random.Random) -> tuple[list[int], list[int]]:
+    """Two lists of 4-7 numbers from -5 to 12, of one length; about a quarter of b repeats a at the
+    same position, so that the equal pairs' tasks keep some."""
+    a = [rng.randint(-5, 12) for _ in range(rng.randint(4, 7))]
+    return a, [x if rng.random() < 0.25 else rng.randint(-5, 12) for x in a]
+
+
+def pair_function_prompts(seed: int = 0) -> list[str]:
+    """Every pair filter x change x summary task over ``(a, b)``, with 2-3 examples each."""
+    parts = (_PAIR_FILTERS, _PAIR_CHANGES, _NUMBER_SUMMARIES)
+    prompts = _composed_prompts(
+        random.Random(seed + 71),
+        parts,
+        "a",
+        "List[int]",
+        _paired_lists,
+        ", b: List[int]",
+        items_of=lambda a, b: list(zip(a, b)),
     )
     return list(dict.fromkeys(prompts))
 
@@ -1887,6 +1939,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "schedule-problems": lambda seed: schedule_problems(1000, seed),
     "position-functions": position_function_prompts,
     "digit-functions": digit_function_prompts,
+    "pair-functions": pair_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
