@@ -157,6 +157,10 @@ def test_an_older_stores_plain_chunks_read_the_same_and_compress_to_a_new_stores
     assert tokens_module.compress_store(str(old)) == 3
     assert _files(old) == _files(new)
     assert tokens_module.compress_store(str(old)) == 0
+    # A damaged chunk is refused by name.
+    (old / "chunk-00001.safetensors.gz").write_bytes(b"not gzip")
+    with pytest.raises(ValueError, match=r"chunk-00001\.safetensors\.gz does not read as a token-store"):
+        TokenStore.open(str(old))
     compressed = sum(len(d) for n, d in _files(new).items() if n.startswith("chunk-"))
     plain = sum(len(gzip.decompress(d)) for n, d in _files(new).items() if n.startswith("chunk-"))
     assert compressed < plain

@@ -148,9 +148,13 @@ def read_chunk_arrays(path: str) -> dict[str, np.ndarray]:
     """The arrays of one chunk file, compressed (``.gz``) or plain."""
     with open(path, "rb") as f:
         data = f.read()
-    if path.endswith(COMPRESSED_SUFFIX):
-        data = gzip.decompress(data)
-    return load(data)
+    try:
+        return load(gzip.decompress(data) if path.endswith(COMPRESSED_SUFFIX) else data)
+    except Exception as error:  # gzip's and safetensors' errors do not name the file
+        raise ValueError(
+            f"{path} does not read as a token-store chunk ({error}); expected a safetensors file"
+            + (", gzip-compressed" if path.endswith(COMPRESSED_SUFFIX) else "")
+        ) from error
 
 
 def read_token_chunk(path: str) -> list[dict]:
