@@ -86,12 +86,12 @@ same pattern (docs/training.md lists them all), and a seventh code source:
   by where they stand: even or odd index, greater or less than the number before, peaks, records,
   the first half (``sum_squared_even_index(numbers)``), every combination once (576 tasks).
 
-And an eighth code source:
+And an eighth and a ninth code source:
 
 - ``digit-functions``: the composed tasks' shape over the decimal digits of ``n: int``: a digit
   filter (even, odd, prime, greater than 4, ...), a per-digit change and a summary
   (``product_squared_odd_digits(n)``), every combination once (497 tasks).
-- ``pair-functions`` (the ninth): the composed tasks' shape over two lists read side by side: a
+- ``pair-functions``: the composed tasks' shape over two lists read side by side: a
   filter over the pairs ``(a[i], b[i])`` (``a[i] > b[i]``, both even or both odd, ...), a change
   that makes one number of each pair (sum, difference, product, larger, ...) and a summary
   (``sum_products_first_larger(a, b)``), every combination once (378 tasks).
@@ -704,7 +704,9 @@ def _composed_prompts(
     items_of: Callable[..., list] | None = None,
 ) -> list[str]:
     """One prompt per filter x change x summary of ``parts``, each with 2-3 examples whose arguments
-    ``make_call`` draws from ``rng`` (``positional``, ``items_of``: see :func:`_composed_task`)."""
+    ``make_call`` draws from ``rng`` (``positional``, ``items_of``: see :func:`_composed_task`).
+
+    Every combination's sentence (and name) is its own, so the prompts never repeat."""
     prompts = []
     for filter_, change, summary in itertools.product(*parts):
         if summary[0] == "count" and change[0]:  # a count is the same whatever the items become
@@ -731,7 +733,7 @@ def composed_function_prompts(seed: int = 0) -> list[str]:
     prompts += _composed_prompts(
         rng, words, "words", "List[str]", lambda r: (r.sample(_LIST_WORDS, r.randint(3, 5)),)
     )
-    return list(dict.fromkeys(prompts))
+    return prompts
 
 
 # HumanEval-shaped tasks with a second argument (``threshold-functions``): the composed tasks'
@@ -753,7 +755,7 @@ _THRESHOLD_FILTERS = (  # (name part, noun phrase, keep(x, k))
 def threshold_function_prompts(seed: int = 0) -> list[str]:
     """Every threshold filter x change x summary task over ``(numbers, k)``, with 2-3 examples each."""
     parts = (_THRESHOLD_FILTERS, _NUMBER_CHANGES, _NUMBER_SUMMARIES)
-    prompts = _composed_prompts(
+    return _composed_prompts(
         random.Random(seed + 29),
         parts,
         "numbers",
@@ -761,7 +763,6 @@ def threshold_function_prompts(seed: int = 0) -> list[str]:
         lambda r: (_number_list(r), r.randint(2, 12)),
         ", k: int",
     )
-    return list(dict.fromkeys(prompts))
 
 
 # HumanEval-shaped tasks over where numbers stand in a list (``position-functions``): the composed
@@ -792,10 +793,9 @@ def position_function_prompts(seed: int = 0) -> list[str]:
     """Every position filter x change x summary task over ``numbers``, with 2-3 examples each."""
     parts = (_POSITION_FILTERS, _NUMBER_CHANGES, _NUMBER_SUMMARIES)
     rng = random.Random(seed + 61)
-    prompts = _composed_prompts(
+    return _composed_prompts(
         rng, parts, "numbers", "List[int]", lambda r: (_number_list(r),), positional=True
     )
-    return list(dict.fromkeys(prompts))
 
 
 # HumanEval-shaped tasks over the decimal digits of a number (``digit-functions``): a digit filter,
@@ -836,7 +836,7 @@ def digit_function_prompts(seed: int = 0) -> list[str]:
     """Every digit filter x change x summary task over ``n: int``, with 2-3 examples each (n of 3-7
     digits, so that most filters keep some)."""
     parts = (_DIGIT_FILTERS, _DIGIT_CHANGES, _DIGIT_SUMMARIES)
-    prompts = _composed_prompts(
+    return _composed_prompts(
         random.Random(seed + 67),
         parts,
         "n",
@@ -844,7 +844,6 @@ def digit_function_prompts(seed: int = 0) -> list[str]:
         lambda r: (r.randint(100, 9_999_999),),
         items_of=_digits,
     )
-    return list(dict.fromkeys(prompts))
 
 
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
@@ -882,7 +881,7 @@ def _paired_lists(rng: random.Random) -> tuple[list[int], list[int]]:
 def pair_function_prompts(seed: int = 0) -> list[str]:
     """Every pair filter x change x summary task over ``(a, b)``, with 2-3 examples each."""
     parts = (_PAIR_FILTERS, _PAIR_CHANGES, _NUMBER_SUMMARIES)
-    prompts = _composed_prompts(
+    return _composed_prompts(
         random.Random(seed + 71),
         parts,
         "a",
@@ -891,7 +890,6 @@ def pair_function_prompts(seed: int = 0) -> list[str]:
         ", b: List[int]",
         items_of=lambda a, b: list(zip(a, b)),
     )
-    return list(dict.fromkeys(prompts))
 
 
 # HumanEval-shaped tasks over the characters of a string (``text-functions``): a character filter, a
@@ -955,8 +953,7 @@ def _sample_text(rng: random.Random) -> str:
 def text_function_prompts(seed: int = 0) -> list[str]:
     """Every character filter x change x summary task over ``text: str``, with 2-3 examples each."""
     parts = (_CHARACTER_FILTERS, _CHARACTER_CHANGES, _CHARACTER_SUMMARIES)
-    prompts = _composed_prompts(random.Random(seed + 37), parts, "text", "str", lambda r: (_sample_text(r),))
-    return list(dict.fromkeys(prompts))
+    return _composed_prompts(random.Random(seed + 37), parts, "text", "str", lambda r: (_sample_text(r),))
 
 
 # GSM8K-shaped stories: several steps, plain sentences, no instruction appended.

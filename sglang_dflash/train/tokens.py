@@ -63,8 +63,8 @@ HEADER = "header.json"
 POOL = "prompts.json.gz"
 FORMAT = "sglang-dflash token store 1"
 WINDOW_CHUNKS = 8
-_CHUNK = re.compile(r"chunk-(\d{5})\.safetensors(?:\.gz)?")
 COMPRESSED_SUFFIX = ".gz"
+_CHUNK = re.compile(rf"chunk-(\d{{5}})\.safetensors(?:{re.escape(COMPRESSED_SUFFIX)})?")
 
 
 def json_sha256(value: object) -> str:
