@@ -382,6 +382,7 @@ CODE_SOURCES = (
     "position-functions",
     "digit-functions",
     "pair-functions",
+    "mapping-functions",
 )
 
 
@@ -535,6 +536,32 @@ def test_pair_functions_are_every_combination_with_right_examples_and_disjoint_f
     )
     assert sentence in next(p for p in prompts if "def sum_products_first_larger(" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("pair-functions", prompts)
+
+
+def test_mapping_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import mapping_function_prompts
+
+    prompts = mapping_function_prompts()
+    # 7 entry filters x (6 number changes x 9 summaries + 3 name changes x 5 word summaries), less
+    # the 7 x 2 counts of changed names.
+    assert len(prompts) == 7 * (6 * 9 + 3 * 5) - 7 * 2 and prompts == mapping_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (scores,), result in _doctest_examples(prompts, "sum_scores_passing"):
+        assert result == sum(score for score in scores.values() if score >= 50)
+    for (scores,), result in _doctest_examples(prompts, "largest_bonus_scores_vowel_name"):
+        bonus = [score + len(name) for name, score in scores.items() if name[0] in "AEIOU"]
+        assert result == max(bonus, default=None)
+    for (scores,), result in _doctest_examples(prompts, "joined_upper_even_score"):
+        assert result == " ".join(name.upper() for name, score in scores.items() if score % 2 == 0)
+    for (scores,), result in _doctest_examples(prompts, "count_short_name"):
+        assert result == sum(len(name) <= 4 for name in scores)
+    sentence = (
+        "Return the sum of the scores of the students with a score of at least 50 (0 if there are none)."
+    )
+    assert sentence in next(p for p in prompts if "def sum_scores_passing(" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("mapping-functions", prompts)
 
 
 # (source, its templates, its maker, its pool size) for every template story source.

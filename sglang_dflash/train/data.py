@@ -96,6 +96,14 @@ And an eighth and a ninth code source:
   that makes one number of each pair (sum, difference, product, larger, ...) and a summary
   (``sum_products_first_larger(a, b)``), every combination once (378 tasks).
 
+And a tenth code source:
+
+- ``mapping-functions``: the composed tasks' shape over a dictionary, ``scores: Dict[str, int]``
+  (each student's name to a score): a filter over its entries (passing, even score, short name,
+  ...), a change that makes a number (the score, twice it, the name's length, ...) or a name (as
+  is, in upper case, its first letter) of each entry and a summary (``sum_scores_passing(scores)``),
+  every combination once (469 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -890,6 +898,58 @@ def pair_function_prompts(seed: int = 0) -> list[str]:
         ", b: List[int]",
         items_of=lambda a, b: list(zip(a, b)),
     )
+
+
+# HumanEval-shaped tasks over a dictionary (``mapping-functions``): ``scores`` maps each student's
+# name to a score; a filter over its entries, a change that makes a number (or a name) of each entry
+# and a summary, composed as the list tasks are.
+# fmt: off
+_ENTRY_FILTERS = (  # (name part, noun phrase, keep((name, score)))
+    ("passing", "the students with a score of at least 50", lambda e: e[1] >= 50),
+    ("failing", "the students with a score below 50", lambda e: e[1] < 50),
+    ("even_score", "the students with an even score", lambda e: e[1] % 2 == 0),
+    ("odd_score", "the students with an odd score", lambda e: e[1] % 2 == 1),
+    ("short_name", "the students whose name has at most four letters", lambda e: len(e[0]) <= 4),
+    ("vowel_name", "the students whose name starts with a vowel", lambda e: e[0][0] in "AEIOU"),
+    ("students", "all the students", lambda e: True),
+)
+_ENTRY_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, entry -> number)
+    ("scores", "the scores of {}", lambda e: e[1]),
+    ("doubled_scores", "twice the scores of {}", lambda e: 2 * e[1]),
+    ("score_tens", "the scores of {}, each divided by ten and rounded down", lambda e: e[1] // 10),
+    ("missing_points", "how many points the scores of {} are below 100", lambda e: 100 - e[1]),
+    ("name_lengths", "the lengths of the names of {}", lambda e: len(e[0])),
+    ("bonus_scores", "the scores of {}, each increased by the length of the name",
+     lambda e: e[1] + len(e[0])),
+)
+_ENTRY_NAME_CHANGES = (  # (name part, phrase around the filtered noun phrase, entry -> name)
+    ("", "the names of {}", lambda e: e[0]),
+    ("upper", "the names of {}, in upper case", lambda e: e[0].upper()),
+    ("initial", "the first letters of the names of {}", lambda e: e[0][0]),
+)
+_STUDENT_NAMES = (
+    "Ada", "Alice", "Amelia", "Bob", "Charlie", "Daniel", "Edward", "Emil", "Emma", "Ethan", "Eve",
+    "Grace", "Henry", "Irene", "Isabel", "Ivan", "Julia", "Kim", "Leo", "Lucas", "Max", "Mia", "Noah",
+    "Oliver", "Omar", "Otto", "Sam", "Sophia", "Tom", "Uma", "Zoe",
+)
+# fmt: on
+
+
+def _student_scores(rng: random.Random) -> tuple[dict[str, int]]:
+    """3-6 students, each name to a score from 0 to 100: the argument of the mapping tasks' examples."""
+    names = rng.sample(_STUDENT_NAMES, rng.randint(3, 6))
+    return ({name: rng.randint(0, 100) for name in names},)
+
+
+def mapping_function_prompts(seed: int = 0) -> list[str]:
+    """Every entry filter x change x summary task over ``scores: Dict[str, int]``, with 2-3 examples
+    each: the number changes with the number summaries, the name changes with the word summaries."""
+    rng = random.Random(seed + 73)
+    numbers = (_ENTRY_FILTERS, _ENTRY_NUMBER_CHANGES, _NUMBER_SUMMARIES)
+    names = (_ENTRY_FILTERS, _ENTRY_NAME_CHANGES, _WORD_SUMMARIES)
+    entries = {"items_of": lambda scores: list(scores.items())}
+    prompts = _composed_prompts(rng, numbers, "scores", "Dict[str, int]", _student_scores, **entries)
+    return prompts + _composed_prompts(rng, names, "scores", "Dict[str, int]", _student_scores, **entries)
 
 
 # HumanEval-shaped tasks over the characters of a string (``text-functions``): a character filter, a
@@ -1937,6 +1997,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "position-functions": position_function_prompts,
     "digit-functions": digit_function_prompts,
     "pair-functions": pair_function_prompts,
+    "mapping-functions": mapping_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
