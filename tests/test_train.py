@@ -383,6 +383,7 @@ CODE_SOURCES = (
     "digit-functions",
     "pair-functions",
     "mapping-functions",
+    "sentence-functions",
 )
 
 
@@ -562,6 +563,32 @@ def test_mapping_functions_are_every_combination_with_right_examples_and_disjoin
     )
     assert sentence in next(p for p in prompts if "def sum_scores_passing(" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("mapping-functions", prompts)
+
+
+def test_sentence_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import sentence_function_prompts
+
+    prompts = sentence_function_prompts()
+    # 7 word filters x (3 number changes x 9 summaries + 4 word changes x 5 word summaries), less the
+    # 7 x 3 counts of changed words.
+    assert len(prompts) == 7 * (3 * 9 + 4 * 5) - 7 * 3 and prompts == sentence_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (sentence,), result in _doctest_examples(prompts, "sum_vowel_counts_plural"):
+        assert result == sum(sum(c in "aeiouAEIOU" for c in w) for w in sentence.split() if w[-1] == "s")
+    for (sentence,), result in _doctest_examples(prompts, "list_lengths_capitalized"):
+        assert result == [len(w) for w in sentence.split(" ") if w[0].isupper()]
+    for (sentence,), result in _doctest_examples(prompts, "joined_backwards_long_words"):
+        assert result == " ".join(w[::-1] for w in sentence.split() if len(w) > 4)
+    for (sentence,), result in _doctest_examples(prompts, "count_doubled"):
+        assert result == sum(any(a == b for a, b in zip(w, w[1:])) for w in sentence.split())
+    sentence = (
+        "Return the sum of the numbers of vowels in the words of the sentence that end with the letter s"
+        " (0 if there are none)."
+    )
+    assert sentence in next(p for p in prompts if "def sum_vowel_counts_plural(" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("sentence-functions", prompts)
 
 
 # (source, its templates, its maker, its pool size) for every template story source.

@@ -96,13 +96,18 @@ And an eighth and a ninth code source:
   that makes one number of each pair (sum, difference, product, larger, ...) and a summary
   (``sum_products_first_larger(a, b)``), every combination once (378 tasks).
 
-And a tenth code source:
+And a tenth and an eleventh code source:
 
 - ``mapping-functions``: the composed tasks' shape over a dictionary, ``scores: Dict[str, int]``
   (each student's name to a score): a filter over its entries (passing, even score, short name,
   ...), a change that makes a number (the score, twice it, the name's length, ...) or a name (as
   is, in upper case, its first letter) of each entry and a summary (``sum_scores_passing(scores)``),
   every combination once (469 tasks).
+- ``sentence-functions``: the composed tasks' shape over the words of ``sentence: str`` (words
+  separated by single spaces): a word filter (capitalized, plural, long, with a doubled letter,
+  ...), a change that makes a number (the word's length, its vowels) or a word (as is, in lower
+  case, backwards, its last letter) of each kept word and a summary
+  (``sum_vowel_counts_plural(sentence)``), every combination once (308 tasks).
 
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
@@ -950,6 +955,55 @@ def mapping_function_prompts(seed: int = 0) -> list[str]:
     entries = {"items_of": lambda scores: list(scores.items())}
     prompts = _composed_prompts(rng, numbers, "scores", "Dict[str, int]", _student_scores, **entries)
     return prompts + _composed_prompts(rng, names, "scores", "Dict[str, int]", _student_scores, **entries)
+
+
+# HumanEval-shaped tasks over the words of a sentence (``sentence-functions``): ``sentence`` is words
+# separated by single spaces; a word filter, a change that makes a number (its length, its vowels)
+# or a word of each kept word and a summary, composed as the list tasks are.
+# fmt: off
+_SENTENCE_WORD_FILTERS = (  # (name part, noun phrase, keep(word))
+    ("capitalized", "the words of the sentence that start with a capital letter", lambda w: w[0].isupper()),
+    ("plural", "the words of the sentence that end with the letter s", lambda w: w.endswith("s")),
+    ("long_words", "the words of the sentence longer than four letters", lambda w: len(w) > 4),
+    ("short_words", "the words of the sentence of at most three letters", lambda w: len(w) <= 3),
+    ("doubled", "the words of the sentence with the same letter twice in a row",
+     lambda w: any(a == b for a, b in zip(w, w[1:]))),
+    ("e_words", "the words of the sentence that contain the letter e", lambda w: "e" in w.lower()),
+    ("words", "all the words of the sentence", lambda w: True),
+)
+_SENTENCE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, word -> number)
+    ("lengths", "the lengths of {}", len),
+    ("vowel_counts", "the numbers of vowels in {}", lambda w: sum(c in "aeiouAEIOU" for c in w)),
+    ("letter_counts", "the numbers of different letters in {}", lambda w: len(set(w.lower()))),
+)
+_SENTENCE_WORD_CHANGES = (  # (name part, phrase around the filtered noun phrase, word -> word)
+    ("", "{}", lambda w: w),
+    ("lower", "{}, in lower case", str.lower),
+    ("backwards", "{}, each spelled backwards", lambda w: w[::-1]),
+    ("last_letters", "the last letters of {}", lambda w: w[-1]),
+)
+_SENTENCE_WORDS = (
+    "The", "A", "Anna", "Ben", "Paris", "Monday", "cat", "dog", "sun", "egg", "tree", "moon", "book",
+    "apples", "letters", "boxes", "bees", "hills", "little", "green", "yellow", "happy", "sweet",
+    "running", "bright", "ocean", "coffee", "garden", "reads", "sings", "jumps", "sleeps", "under",
+    "near", "over", "and", "with", "two", "three", "tall", "old", "red",
+)
+# fmt: on
+
+
+def _sentence(rng: random.Random) -> tuple[str]:
+    """5-8 words from ``_SENTENCE_WORDS`` joined by single spaces: the tasks' example argument."""
+    return (" ".join(rng.sample(_SENTENCE_WORDS, rng.randint(5, 8))),)
+
+
+def sentence_function_prompts(seed: int = 0) -> list[str]:
+    """Every word filter x change x summary task over ``sentence: str``, with 2-3 examples each: the
+    number changes with the number summaries, the word changes with the word summaries."""
+    rng = random.Random(seed + 79)
+    numbers = (_SENTENCE_WORD_FILTERS, _SENTENCE_NUMBER_CHANGES, _NUMBER_SUMMARIES)
+    words = (_SENTENCE_WORD_FILTERS, _SENTENCE_WORD_CHANGES, _WORD_SUMMARIES)
+    prompts = _composed_prompts(rng, numbers, "sentence", "str", _sentence, items_of=str.split)
+    return prompts + _composed_prompts(rng, words, "sentence", "str", _sentence, items_of=str.split)
 
 
 # HumanEval-shaped tasks over the characters of a string (``text-functions``): a character filter, a
@@ -1998,6 +2052,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "digit-functions": digit_function_prompts,
     "pair-functions": pair_function_prompts,
     "mapping-functions": mapping_function_prompts,
+    "sentence-functions": sentence_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
