@@ -680,7 +680,7 @@ def _composed_task(
     argument_type: str,
     bound: str = "",
     positional: bool = False,
-    items_of: Callable[..., list] | None = None,
+    items_of: Callable[..., Iterable] | None = None,
 ) -> tuple[str, str, str, Callable]:
     """A composed task: its function name, signature tail, docstring sentence and implementation.
 
@@ -714,7 +714,7 @@ def _composed_prompts(
     make_call: Callable[[random.Random], tuple],
     bound: str = "",
     positional: bool = False,
-    items_of: Callable[..., list] | None = None,
+    items_of: Callable[..., Iterable] | None = None,
 ) -> list[str]:
     """One prompt per filter x change x summary of ``parts``, each with 2-3 examples whose arguments
     ``make_call`` draws from ``rng`` (``positional``, ``items_of``: see :func:`_composed_task`).
@@ -952,9 +952,12 @@ def mapping_function_prompts(seed: int = 0) -> list[str]:
     rng = random.Random(seed + 73)
     numbers = (_ENTRY_FILTERS, _ENTRY_NUMBER_CHANGES, _NUMBER_SUMMARIES)
     names = (_ENTRY_FILTERS, _ENTRY_NAME_CHANGES, _WORD_SUMMARIES)
-    entries = {"items_of": lambda scores: list(scores.items())}
-    prompts = _composed_prompts(rng, numbers, "scores", "Dict[str, int]", _student_scores, **entries)
-    return prompts + _composed_prompts(rng, names, "scores", "Dict[str, int]", _student_scores, **entries)
+    prompts = _composed_prompts(
+        rng, numbers, "scores", "Dict[str, int]", _student_scores, items_of=dict.items
+    )
+    return prompts + _composed_prompts(
+        rng, names, "scores", "Dict[str, int]", _student_scores, items_of=dict.items
+    )
 
 
 # HumanEval-shaped tasks over the words of a sentence (``sentence-functions``): ``sentence`` is words
