@@ -901,7 +901,7 @@ def pair_function_prompts(seed: int = 0) -> list[str]:
         "List[int]",
         _paired_lists,
         ", b: List[int]",
-        items_of=lambda a, b: list(zip(a, b)),
+        items_of=zip,
     )
 
 
