@@ -341,6 +341,7 @@ def _add_train(sub) -> None:
         "max_seq_len",
         "warmup_steps",
         "seed",
+        "order_seed",
         "save_every",
         "log_every",
         "num_chunks",

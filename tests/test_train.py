@@ -9,6 +9,7 @@ import re
 import statistics
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
@@ -25,7 +26,14 @@ from sglang_dflash.train.objective import (
     position_weights,
     sample_anchors,
 )
-from sglang_dflash.train.trainer import TrainConfig, build_drafter, init_from_target_layers, train
+from sglang_dflash.train.trainer import (
+    TrainConfig,
+    build_drafter,
+    init_from_target_layers,
+    load_training_data,
+    resolve_order_seed,
+    train,
+)
 
 SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 
@@ -135,6 +143,47 @@ def test_resume_reproduces_the_uninterrupted_run(corpus, tmp_path, monkeypatch):
     a = torch.load(straight / "checkpoints" / "last.pt", weights_only=False)["drafter"]
     b = torch.load(resumed / "checkpoints" / "last.pt", weights_only=False)["drafter"]
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_order_seed_is_the_flag_a_resumed_runs_own_or_a_warm_restarts_weights(corpus, trained, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    target, path, _ = corpus
+    earlier, _ = trained
+    other = tmp_path / "other-start"  # the same drafter, one weight changed
+    other.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (other / name).write_bytes((earlier / name).read_bytes())
+    weights = load_file(other / "model.safetensors")
+    weights["fc.weight"][0, 0] += 1.0
+    save_file(weights, other / "model.safetensors")
+
+    fresh = config(path, tmp_path / "fresh", seed=3)
+    warm = config(path, tmp_path / "warm", seed=3, init_drafter=str(earlier))
+    assert resolve_order_seed(fresh) == 3 and resolve_order_seed(config(path, "x", order_seed=9)) == 9
+    # A warm restart's order follows its starting weights: the same start, the same order.
+    warm_seed = resolve_order_seed(warm)
+    other_seed = resolve_order_seed(config(path, tmp_path / "warm", seed=3, init_drafter=str(other)))
+    assert warm_seed == resolve_order_seed(warm) and warm_seed not in (3, other_seed)
+    first = {
+        seed: [r["input_ids"] for r in load_training_data(config(path, "x", order_seed=seed))[0]._chosen(0)]
+        for seed in (3, warm_seed)
+    }
+    assert first[3] != first[warm_seed]
+
+    summary = train(replace(warm, steps=2), target=target)
+    assert summary["config"]["order_seed"] == warm_seed
+    # Resumed, a run keeps the order it began with, whatever its start holds by then; a checkpoint from
+    # before order seeds ran in its seed's order.
+    checkpoint = str(tmp_path / "warm" / "checkpoints" / "last.pt")
+    moved = config(path, tmp_path / "warm", seed=3, init_drafter=str(other))
+    assert resolve_order_seed(moved, checkpoint) == warm_seed
+    state = torch.load(checkpoint, weights_only=False)
+    del state["config"]["order_seed"]
+    torch.save(state, checkpoint)
+    assert resolve_order_seed(moved, checkpoint) == 3
+    with pytest.raises(ValueError, match="--order-seed is -1"):
+        config(path, "x", order_seed=-1)
 
 
 def test_init_from_target_copies_matching_layers():
@@ -384,6 +433,7 @@ CODE_SOURCES = (
     "pair-functions",
     "mapping-functions",
     "sentence-functions",
+    "grid-functions",
 )
 
 
@@ -589,6 +639,32 @@ def test_sentence_functions_are_every_combination_with_right_examples_and_disjoi
     )
     assert sentence in next(p for p in prompts if "def sum_vowel_counts_plural(" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("sentence-functions", prompts)
+
+
+def test_grid_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import grid_function_prompts
+
+    prompts = grid_function_prompts()
+    # 7 row filters x (6 number changes x 9 summaries + 4 row changes x 4 row summaries), less the
+    # 7 x 3 counts of changed rows.
+    assert len(prompts) == 7 * (6 * 9 + 4 * 4) - 7 * 3 and prompts == grid_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (grid,), result in _doctest_examples(prompts, "sum_row_sums_rows_with_zero"):
+        assert result == sum(sum(row) for row in grid if 0 in row)
+    for (grid,), result in _doctest_examples(prompts, "largest_row_spans_long_rows"):
+        assert result == max((max(row) - min(row) for row in grid if len(row) > 3), default=None)
+    for (grid,), result in _doctest_examples(prompts, "flattened_sorted_increasing_rows"):
+        assert result == [x for row in grid if row == sorted(set(row)) for x in row]
+    for (grid,), result in _doctest_examples(prompts, "longest_squared_rows_with_negative"):
+        kept = [[x * x for x in row] for row in grid if any(x < 0 for x in row)]
+        assert result == (max(kept, key=len) if kept else None)
+    for (grid,), result in _doctest_examples(prompts, "count_even_sum_rows"):
+        assert result == sum(sum(row) % 2 == 0 for row in grid)
+    sentence = "Return the sum of the sums of the rows of the grid that contain a zero (0 if there are none)."
+    assert sentence in next(p for p in prompts if "def sum_row_sums_rows_with_zero(" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("grid-functions", prompts)
 
 
 # (source, its templates, its maker, its pool size) for every template story source.

@@ -30,6 +30,8 @@
 #                                      bf16, 1.75x faster steps; fp32 as runs before 2026-11-27)
 #   INIT_DRAFTER=<the committed one>   warm start from a drafter of the same shape (empty: from the target's
 #                                      layers); $WORK/drafter/checkpoints/last.pt, when there, wins
+#   ORDER_SEED=<from INIT_DRAFTER>     the training batches' order (train --order-seed; by default a warm
+#                                      restart's own, from a digest of its starting weights: since 2026-11-28)
 #   DRAFT_LAYERS=2                     draft layers; more than INIT_DRAFTER's grows it (the new layers start
 #                                      as identity maps, so the first step drafts what INIT_DRAFTER did)
 #   HELDOUT=32 EVAL_EVERY=50           held-out records and how often their acceptance is logged
@@ -133,7 +135,7 @@ want train && stage train sglang-dflash train --target "$target" --features "$fe
   --max-seq-len 512 --lr "${LR:-8e-4}" --min-lr-ratio "${MIN_LR_RATIO:-0.1}" --warmup-steps "${WARMUP:-30}" --gamma "${GAMMA:-3}" --sample-positions --heldout "${HELDOUT:-32}" ${HELDOUT_AMONG:+--heldout-among "$HELDOUT_AMONG"} --eval-every "${EVAL_EVERY:-50}" \
   --snapshot-every 50 --save-every "${SAVE_EVERY:-10}" --log-every 5 --threads "${THREADS:-1}" --precision "${PRECISION:-auto}" \
   --max-shard-mb 24 --device cpu ${TRAIN_MINUTES:+--max-minutes "$TRAIN_MINUTES"} \
-  ${INIT_DRAFTER:+--init-drafter "$INIT_DRAFTER"}
+  ${INIT_DRAFTER:+--init-drafter "$INIT_DRAFTER"} ${ORDER_SEED:+--order-seed "$ORDER_SEED"}
 
 # 3. Acceptance with the reference implementation: greedy, block 16, chat template, 256 new tokens, float32
 #    target, the first EVAL_PROMPTS prompts of each set, both sets side by side (one thread each).  The

@@ -109,6 +109,14 @@ And a tenth and an eleventh code source:
   case, backwards, its last letter) of each kept word and a summary
   (``sum_vowel_counts_plural(sentence)``), every combination once (308 tasks).
 
+And a twelfth code source:
+
+- ``grid-functions``: the composed tasks' shape over the rows of ``grid: List[List[int]]`` (rows
+  may differ in length): a row filter (all positive, with a zero, strictly increasing, ...), a
+  change that makes a number (its sum, largest, span, ...) or a row (reversed, sorted, squared) of
+  each kept row and a summary (``sum_row_sums_rows_with_zero(grid)``), every combination once (469
+  tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -1007,6 +1015,71 @@ def sentence_function_prompts(seed: int = 0) -> list[str]:
     words = (_SENTENCE_WORD_FILTERS, _SENTENCE_WORD_CHANGES, _WORD_SUMMARIES)
     prompts = _composed_prompts(rng, numbers, "sentence", "str", _sentence, items_of=str.split)
     return prompts + _composed_prompts(rng, words, "sentence", "str", _sentence, items_of=str.split)
+
+
+# HumanEval-shaped tasks over the rows of a grid (``grid-functions``): ``grid`` is a list of rows of
+# numbers (rows may differ in length, none empty); a row filter, a change that makes a number (its sum,
+# its largest, ...) or a row (reversed, sorted, ...) of each kept row and a summary, composed as the
+# list tasks are.
+# fmt: off
+_ROW_FILTERS = (  # (name part, noun phrase, keep(row))
+    ("positive_rows", "the rows of the grid whose numbers are all positive", lambda r: min(r) > 0),
+    ("rows_with_negative", "the rows of the grid that contain a negative number", lambda r: min(r) < 0),
+    ("rows_with_zero", "the rows of the grid that contain a zero", lambda r: 0 in r),
+    ("increasing_rows", "the rows of the grid whose numbers are in strictly increasing order",
+     lambda r: all(a < b for a, b in zip(r, r[1:]))),
+    ("even_sum_rows", "the rows of the grid whose sum is even", lambda r: sum(r) % 2 == 0),
+    ("long_rows", "the rows of the grid with more than three numbers", lambda r: len(r) > 3),
+    ("rows", "all the rows of the grid", lambda r: True),
+)
+_ROW_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, row -> number)
+    ("row_sums", "the sums of {}", sum),
+    ("row_maxima", "the largest numbers of {}", max),
+    ("row_minima", "the smallest numbers of {}", min),
+    ("row_lengths", "the lengths of {}", len),
+    ("first_numbers", "the first numbers of {}", lambda r: r[0]),
+    ("row_spans", "the differences between the largest and the smallest number of {}",
+     lambda r: max(r) - min(r)),
+)
+_ROW_CHANGES = (  # (name part, phrase around the filtered noun phrase, row -> row)
+    ("", "{}", list),
+    ("reversed", "{}, each reversed", lambda r: r[::-1]),
+    ("sorted", "{}, each sorted in increasing order", sorted),
+    ("squared", "{}, with every number squared", lambda r: [x * x for x in r]),
+)
+_ROW_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed rows)
+    ("list", "Return a list of {}, in their original order.", "List[List[int]]", list),
+    ("flattened", "Return the numbers of {}, one row after another, in one flat list.", "List[int]",
+     lambda rows: [x for row in rows for x in row]),
+    ("longest", "Return the longest of {}; the first one if several are equally long, or None if "
+     "there are none.", "Optional[List[int]]", lambda rows: max(rows, key=len, default=None)),
+    ("count", "Return how many of {} there are.", "int", len),
+)
+# fmt: on
+
+
+def _grid_row(rng: random.Random) -> list[int]:
+    """2-5 numbers from -5 to 15; a quarter of the rows get a zero and about a third are sorted, so
+    that the rows-with-zero and increasing-rows tasks keep some."""
+    row = rng.sample(range(-5, 16), rng.randint(2, 5))
+    if rng.random() < 0.25:
+        row[rng.randrange(len(row))] = 0
+    return sorted(row) if rng.random() < 0.3 else row
+
+
+def _grid(rng: random.Random) -> tuple[list[list[int]]]:
+    """3-5 rows from :func:`_grid_row`: the grid tasks' example argument."""
+    return ([_grid_row(rng) for _ in range(rng.randint(3, 5))],)
+
+
+def grid_function_prompts(seed: int = 0) -> list[str]:
+    """Every row filter x change x summary task over ``grid: List[List[int]]``, with 2-3 examples
+    each: the number changes with the number summaries, the row changes with the row summaries."""
+    rng = random.Random(seed + 83)
+    numbers = (_ROW_FILTERS, _ROW_NUMBER_CHANGES, _NUMBER_SUMMARIES)
+    rows = (_ROW_FILTERS, _ROW_CHANGES, _ROW_SUMMARIES)
+    prompts = _composed_prompts(rng, numbers, "grid", "List[List[int]]", _grid, items_of=iter)
+    return prompts + _composed_prompts(rng, rows, "grid", "List[List[int]]", _grid, items_of=iter)
 
 
 # HumanEval-shaped tasks over the characters of a string (``text-functions``): a character filter, a
@@ -2056,6 +2129,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "pair-functions": pair_function_prompts,
     "mapping-functions": mapping_function_prompts,
     "sentence-functions": sentence_function_prompts,
+    "grid-functions": grid_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
