@@ -175,13 +175,11 @@ def test_order_seed_is_the_flag_a_resumed_runs_own_or_a_warm_restarts_weights(co
     assert summary["config"]["order_seed"] == warm_seed
     # Resumed, a run keeps the order it began with, whatever its start holds by then; a checkpoint from
     # before order seeds ran in its seed's order.
-    checkpoint = str(tmp_path / "warm" / "checkpoints" / "last.pt")
+    saved = torch.load(tmp_path / "warm" / "checkpoints" / "last.pt", weights_only=False)["config"]
     moved = config(path, tmp_path / "warm", seed=3, init_drafter=str(other))
-    assert resolve_order_seed(moved, checkpoint) == warm_seed
-    state = torch.load(checkpoint, weights_only=False)
-    del state["config"]["order_seed"]
-    torch.save(state, checkpoint)
-    assert resolve_order_seed(moved, checkpoint) == 3
+    assert resolve_order_seed(moved, saved) == warm_seed
+    del saved["order_seed"]
+    assert resolve_order_seed(moved, saved) == 3
     with pytest.raises(ValueError, match="--order-seed is -1"):
         config(path, "x", order_seed=-1)
 

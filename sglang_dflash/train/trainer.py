@@ -200,20 +200,20 @@ def train_autocast(precision: str, device: str) -> torch.autocast:
     return torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16)
 
 
-def resolve_order_seed(config: TrainConfig, checkpoint: str | None = None) -> int:
+def resolve_order_seed(config: TrainConfig, resumed: dict | None = None) -> int:
     """The seed of the training batches' order and of their anchors.
 
-    ``order_seed`` when set; else a resumed run's own (from ``checkpoint``; one written before order
-    seeds existed ran in ``seed``'s order); else ``seed`` for a run from the target, and for a warm
-    restart (``init_drafter``) ``seed`` mixed with a digest of the starting weights.  A chain of warm
-    restarts over the same stores then walks a new order each time; with one order each restart
-    trained on the run before's first batches again (600 steps of 8: the same 4800 of 17231 sequences).
+    ``order_seed`` when set; else a resumed run's own (``resumed``: the config saved in the checkpoint
+    it resumes from; one written before order seeds existed ran in ``seed``'s order); else ``seed``
+    for a run from the target, and for a warm restart (``init_drafter``) ``seed`` mixed with a digest
+    of the starting weights.  A chain of warm restarts over the same stores then walks a new order
+    each time; with one order each restart trained on the run before's first batches again (600
+    steps of 8: the same 4800 of 17231 sequences).
     """
     if config.order_seed is not None:
         return config.order_seed
-    if checkpoint is not None and config.resume and os.path.exists(checkpoint):
-        saved = torch.load(checkpoint, map_location="cpu", weights_only=False, mmap=True)["config"]
-        return saved["seed"] if saved.get("order_seed") is None else saved["order_seed"]
+    if resumed is not None:
+        return resumed["seed"] if resumed.get("order_seed") is None else resumed["order_seed"]
     if not config.init_drafter:
         return config.seed
     digest = hashlib.sha256(str(config.seed).encode())
@@ -457,9 +457,8 @@ def heldout_acceptance(
     precision = config.precision if config.device.startswith("cuda") else "fp32"
     for step in batches:
         # The held-out anchors keep their own seed, so the curve compares across runs and orders.
-        held_seed = config.seed + 1
         full = dataclasses.replace(
-            config, sample_positions=False, seed=held_seed, order_seed=held_seed, precision=precision
+            config, sample_positions=False, order_seed=config.seed + 1, precision=precision
         )
         out = train_step(drafter, target, heldout, full, step, weights)
         totals["loss"] += out.loss.item()
@@ -539,7 +538,11 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
         target = AutoModelForCausalLM.from_pretrained(config.target, dtype=dtype)
     target = target.to(config.device).eval().requires_grad_(False)
     ckpt_path = os.path.join(config.output, CHECKPOINT)
-    config = dataclasses.replace(config, order_seed=resolve_order_seed(config, ckpt_path))
+    state = None
+    if config.resume and os.path.exists(ckpt_path):
+        state = torch.load(ckpt_path, map_location=config.device, weights_only=False)
+    resumed = state["config"] if state is not None else None
+    config = dataclasses.replace(config, order_seed=resolve_order_seed(config, resumed))
     batches, heldout = load_training_data(config)
     if batches.store is not None:
         stored = batches.store.layer_ids
@@ -558,8 +561,7 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
 
     log_path = os.path.join(config.output, "train_log.jsonl")
     start_step, earlier_seconds = 0, 0.0
-    if config.resume and os.path.exists(ckpt_path):
-        state = torch.load(ckpt_path, map_location=config.device, weights_only=False)
+    if state is not None:
         drafter.load_state_dict(state["drafter"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
