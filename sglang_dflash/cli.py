@@ -328,6 +328,12 @@ def _add_train(sub) -> None:
         default=[],
         help="more feature stores (same layers) whose finished chunks are appended to --features' records",
     )
+    p.add_argument(
+        "--features-from-tokens",
+        action="store_true",
+        help="--features and --extra-features are token stores (gen-data --tokens): the target computes "
+        "each batch's features when drawn (needs --target-layer-ids; no feature store is built)",
+    )
     p.add_argument("--out", required=True, dest="output")
     defaults = TrainConfig(target="", data="", output="")
     for name in (

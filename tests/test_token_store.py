@@ -5,6 +5,7 @@ evaluation prompt."""
 import gzip
 import json
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -214,6 +215,95 @@ def test_rebuilt_features_equal_those_captured_during_generation(target, tmp_pat
         build_features_from_tokens(
             make_tiny_target("llama", seed=1), str(tmp_path / "tokens"), rebuilt, LAYERS
         )
+
+
+def _token_and_feature_stores(target, tmp_path):
+    """Two token stores (12 and 8 records, chunks of 4) and the feature stores rebuilt from them."""
+    paths = {}
+    for name, count, seed in (("a", 12, 0), ("b", 8, 1)):
+        texts, ids = _pool(count, seed=seed)
+        _generate(target, tmp_path / f"tokens-{name}", (texts, ids))
+        paths[name] = str(tmp_path / f"tokens-{name}"), str(tmp_path / f"features-{name}")
+        build_features_from_tokens(target, paths[name][0], paths[name][1], LAYERS, batch_size=3, log=print)
+    return paths
+
+
+def test_training_on_token_stores_sees_the_rebuilt_feature_stores_batches_and_features(target, tmp_path):
+    from sglang_dflash.testing import tiny_train_config
+    from sglang_dflash.train.trainer import load_training_data, train
+
+    paths = _token_and_feature_stores(target, tmp_path)
+    common = dict(target_layer_ids=LAYERS, heldout=3, num_chunks=2, order_seed=5, batch_size=4)
+    stored = tiny_train_config(
+        "", tmp_path / "o", features=paths["a"][1], extra_features=[paths["b"][1]], **common
+    )
+    from_tokens = replace(
+        stored, features=paths["a"][0], extra_features=[paths["b"][0]], features_from_tokens=True
+    )
+    (batches, held), (token_batches, token_held) = (
+        load_training_data(stored),
+        load_training_data(from_tokens, target),
+    )
+    # The same records in the same order (store 0's first two chunks, then store 1), so the same batches.
+    assert [(r["store"], r["chunk"], r["input_ids"]) for r in token_batches.records] == [
+        (r["store"], r["chunk"], r["input_ids"]) for r in batches.records
+    ]
+    assert len(batches.records) == 8 - 3 + 8
+    assert [r["input_ids"] for r in token_held.records] == [r["input_ids"] for r in held.records]
+    for step in range(4):
+        assert token_batches._chosen(step) == [
+            {k: v for k, v in r.items() if k != "offset"} for r in batches._chosen(step)
+        ]
+        # Computed in float32 under the steps' bf16 autocast too, then rounded to the stores' float16.
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            got = token_batches.features(step)
+        torch.testing.assert_close(got, batches.features(step), atol=2e-3, rtol=2e-3)
+    # The held-out records' features are computed once, however often the curve is evaluated.
+    forwards = []
+    counter = target.model.register_forward_pre_hook(lambda module, args: forwards.append(1))
+    first = token_held.features(0)
+    assert len(forwards) == len(held._chosen(0))
+    assert torch.equal(token_held.features(0), first) and len(forwards) == len(held._chosen(0))
+    torch.testing.assert_close(first, held.features(0), atol=2e-3, rtol=2e-3)
+    counter.remove()
+    # Training itself: the same losses either way, to the features' float16 rounding.
+    logs = {}
+    for name, cfg in (("stored", stored), ("tokens", from_tokens)):
+        out = tmp_path / f"drafter-{name}"
+        train(replace(cfg, output=str(out), steps=12, log_every=1, eval_every=4), target=target)
+        logs[name] = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert [row["loss"] for row in logs["tokens"]] == pytest.approx(
+        [row["loss"] for row in logs["stored"]], rel=1e-3
+    )
+    assert logs["tokens"][-1]["heldout_loss"] == pytest.approx(logs["stored"][-1]["heldout_loss"], rel=1e-3)
+
+
+def test_training_on_token_stores_is_refused_without_its_layers_target_or_stores(target, tmp_path, capsys):
+    from sglang_dflash.cli import main as cli_main
+    from sglang_dflash.testing import tiny_train_config
+    from sglang_dflash.train.trainer import load_training_data
+
+    paths = _token_and_feature_stores(target, tmp_path)
+    with pytest.raises(ValueError, match=r"--target-layer-ids is None; expected the context layers"):
+        tiny_train_config("", tmp_path / "o", features=paths["a"][0], features_from_tokens=True)
+    with pytest.raises(
+        ValueError, match=r"--features is None; expected token stores with --features-from-tokens"
+    ):
+        tiny_train_config("x.jsonl", tmp_path / "o", features_from_tokens=True, target_layer_ids=LAYERS)
+    cfg = tiny_train_config(
+        "", tmp_path / "o", features=paths["a"][0], features_from_tokens=True, target_layer_ids=LAYERS
+    )
+    with pytest.raises(ValueError, match=r"--features-from-tokens is True; expected a target"):
+        load_training_data(cfg)
+    with pytest.raises(ValueError, match=r"train: --target's weights_sha256 is .*; expected .* as in"):
+        load_training_data(cfg, make_tiny_target("llama", seed=1))
+    with pytest.raises(ValueError, match=r"layer ids \[9\] are invalid"):
+        load_training_data(replace(cfg, target_layer_ids=[1, 9]), target)
+    with pytest.raises(FileNotFoundError, match="header.json is missing; expected a token store"):
+        load_training_data(replace(cfg, features=paths["a"][1]), target)
+    args = ["train", "--target", "t", "--out", str(tmp_path / "o"), "--features", paths["a"][0]]
+    assert cli_main([*args, "--features-from-tokens"]) == 2
+    assert "train: --target-layer-ids is None; expected the context layers" in capsys.readouterr().err
 
 
 def test_stored_prompt_texts_check_the_pool_and_every_records_ids(target, tmp_path):

@@ -20,6 +20,10 @@
 #   FEATURE_PROCS=2 FEATURE_MINUTES=   features rebuilt from every token store (teacher-forced, no generation)
 #   FEATURES=$WORK/features/default    the feature store to train on
 #   EXTRA_FEATURES=<the others>        more feature stores (same layers) whose chunks join it (empty: none)
+#   FEATURES_FROM_TOKENS=0             1: train on the token stores themselves (train --features-from-tokens:
+#                                      each batch's features computed when drawn, no features stage; FEATURES
+#                                      and EXTRA_FEATURES then name token stores, by default $TOKENS/default
+#                                      and the others)
 #   NUM_CHUNKS=<all finished>          chunks (32 prompts each) of FEATURES, frozen at first use
 #   STEPS=700 TRAIN_MINUTES=           training length; TRAIN_MINUTES time-boxes one run
 #   LR=8e-4 WARMUP=30 THREADS=1        peak learning rate, warmup steps, torch threads
@@ -46,7 +50,18 @@ work=${WORK:-$HOME/.cache/sglang-dflash/recipe-cpu}
 tokens=${TOKENS:-$here/token-data}
 mix=${SOURCES:-default}
 mix=${mix// /+}
-features=${FEATURES:-$work/features/default}
+from_tokens=${FEATURES_FROM_TOKENS:-0}
+if [[ $from_tokens == 1 ]]; then
+  features=${FEATURES:-$tokens/default}
+  stores=$tokens   # where the other stores are found
+  first_chunk=chunk-00000.safetensors
+  token_flag=(--features-from-tokens)
+else
+  token_flag=()
+  features=${FEATURES:-$work/features/default}
+  stores=$work/features
+  first_chunk=chunk-00000.jsonl
+fi
 mkdir -p "$work"
 want() { [[ " ${STAGES:-gen features train eval} " == *" $1 "* ]]; }
 target=$(python -c "from sglang_dflash.smollm2 import ensure_smollm2; print(ensure_smollm2())")
@@ -98,14 +113,16 @@ build_features() {
     for i in "${pids[@]}"; do wait "$i"; done
   done
 }
-want features && stage features build_features
+[[ $from_tokens == 1 ]] || { want features && stage features build_features; }
 want train || want eval || exit 0
 
 # The other token stores' features join training unless EXTRA_FEATURES is set (set and empty: none).
 if [[ -z ${EXTRA_FEATURES+set} ]]; then
   EXTRA_FEATURES=""
-  for store in "$work"/features/*/; do
-    if [[ -f $store/manifest.json && ${store%/} != "${features%/}" ]]; then EXTRA_FEATURES+="${store%/} "; fi
+  for store in "$stores"/*/; do
+    if [[ -f $store/manifest.json || -f $store/header.json ]] && [[ ${store%/} != "${features%/}" ]]; then
+      EXTRA_FEATURES+="${store%/} "
+    fi
   done
 fi
 # Training continues from the committed drafter unless INIT_DRAFTER is set (set and empty: from the target).
@@ -117,13 +134,14 @@ fi
 if [[ ! -f "$work/num_chunks" ]]; then
   n=${NUM_CHUNKS:-0}
   if [[ $n == 0 ]]; then
-    while [[ -f "$features/chunk-$(printf %05d "$n").jsonl" ]]; do n=$((n + 1)); done
+    while compgen -G "$features/${first_chunk/00000/$(printf %05d "$n")}*" > /dev/null; do n=$((n + 1)); done
   fi
   echo "$n" > "$work/num_chunks"
 fi
 num_chunks=$(cat "$work/num_chunks")
 
-# 2. Train from the stored features (the target never runs): 2 draft layers initialised from the target's
+# 2. Train from the stored features (the target never runs; FEATURES_FROM_TOKENS=1: it computes each batch's
+#    features from the token stores instead, one teacher-forced pass per sequence): 2 draft layers initialised from the target's
 #    last two, block 16, mask token "<filename>" (id 6: the vocabulary has no spare slot), 8 sequences x 32
 #    anchors per step, block positions importance-sampled by their loss weight (GAMMA, 3 by default), AdamW, cosine.
 #    HELDOUT random records are held out for the teacher-forced acceptance curve.  INIT_DRAFTER starts
@@ -135,7 +153,8 @@ want train && stage train sglang-dflash train --target "$target" --features "$fe
   --max-seq-len 512 --lr "${LR:-8e-4}" --min-lr-ratio "${MIN_LR_RATIO:-0.1}" --warmup-steps "${WARMUP:-30}" --gamma "${GAMMA:-3}" --sample-positions --heldout "${HELDOUT:-32}" ${HELDOUT_AMONG:+--heldout-among "$HELDOUT_AMONG"} --eval-every "${EVAL_EVERY:-50}" \
   --snapshot-every 50 --save-every "${SAVE_EVERY:-10}" --log-every 5 --threads "${THREADS:-1}" --precision "${PRECISION:-auto}" \
   --max-shard-mb 24 --device cpu ${TRAIN_MINUTES:+--max-minutes "$TRAIN_MINUTES"} \
-  ${INIT_DRAFTER:+--init-drafter "$INIT_DRAFTER"} ${ORDER_SEED:+--order-seed "$ORDER_SEED"}
+  ${INIT_DRAFTER:+--init-drafter "$INIT_DRAFTER"} ${ORDER_SEED:+--order-seed "$ORDER_SEED"} \
+  "${token_flag[@]}"
 
 # 3. Acceptance with the reference implementation: greedy, block 16, chat template, 256 new tokens, float32
 #    target, the first EVAL_PROMPTS prompts of each set, both sets side by side (one thread each).  The

@@ -471,6 +471,7 @@ def teacher_forced_features(
     ids = torch.zeros(len(sequences), width, dtype=torch.long)
     for row, seq in enumerate(sequences):
         ids[row, : len(seq)] = torch.tensor(list(seq))
+    ids = ids.to(target.device)
     capture = LayerCapture(target, layer_ids)
 
     def stop(module, args, output):
@@ -487,6 +488,80 @@ def teacher_forced_features(
         capture.remove()
     feats = capture.features()  # [bs, width, K*H]
     return [feats[row, : len(seq) - 1] for row, seq in enumerate(sequences)]
+
+
+def check_store_target(store: TokenStore, target_sha256: str, command: str) -> None:
+    """Refuse a token store written by another target: its features would mean nothing."""
+    stored = store.settings["target"]["weights_sha256"]
+    if stored != target_sha256:
+        raise ValueError(
+            f"{command}: --target's weights_sha256 is {target_sha256[:16]}...; expected {stored[:16]}... "
+            f"as in {os.path.join(store.path, HEADER)} (features must come from the target that wrote "
+            "the tokens)"
+        )
+
+
+class TokenFeatureStores:
+    """Token stores read as feature stores whose features are computed when a batch needs them.
+
+    ``train --features-from-tokens``: records are ordered and tagged (``store``, ``chunk``) exactly as
+    :class:`.features.FeatureStores` orders the feature stores rebuilt from the same token stores,
+    so a run's batches, hold-out and anchors are the same either way.  A record's features come
+    from one teacher-forced target pass over its tokens (stopping after the deepest context layer,
+    float32 whatever autocast the step runs under), rounded to ``feature_dtype`` as a store keeps
+    them.  A run thus pays the target's forward pass for the sequences it trains on (a 600-step run
+    of 8 sequences: 4800) instead of a rebuild of every store first; records passed to :meth:`keep`
+    (the hold-out, evaluated again and again) are computed once.
+    """
+
+    def __init__(
+        self,
+        stores: list[TokenStore],
+        target: nn.Module,
+        layer_ids: Sequence[int],
+        feature_dtype: str = "float16",
+    ) -> None:
+        if feature_dtype not in FEATURE_DTYPES:
+            raise ValueError(
+                f"train: feature dtype is {feature_dtype!r}; expected one of {sorted(FEATURE_DTYPES)}"
+            )
+        self.stores, self.target = stores, target
+        self.layer_ids = list(layer_ids)
+        self.dtype = FEATURE_DTYPES[feature_dtype]
+        self.records = [{**r, "store": k} for k, store in enumerate(stores) for r in store.records]
+        self._kept: dict[int, torch.Tensor | None] = {}
+
+    @classmethod
+    def open(cls, paths: Sequence[str], target: nn.Module, layer_ids: Sequence[int]) -> TokenFeatureStores:
+        """Open the token stores ``paths`` after checking that ``target`` wrote every one."""
+        stores = [TokenStore.open(p) for p in paths]
+        ours = weights_sha256(target)
+        for store in stores:
+            if not store.records:
+                raise ValueError(
+                    f"{store.path} holds no chunk; expected at least one chunk-NNNNN.safetensors.gz"
+                )
+            check_store_target(store, ours, "train")
+        LayerCapture(target, layer_ids).remove()  # checks the ids now, not at the first batch
+        return cls(stores, target, layer_ids)
+
+    def keep(self, records: Sequence[dict]) -> None:
+        """Compute these records' features once and keep them (the held-out records)."""
+        self._kept.update({id(r): None for r in records})
+
+    def features(self, record: dict, length: int) -> torch.Tensor:
+        """Features [min(length, len - 1), K*H] (float32) of the record's first tokens."""
+        rows = min(length, len(record["input_ids"]) - 1)
+        kept = self._kept.get(id(record))
+        if kept is not None and kept.shape[0] >= rows:
+            return kept[:rows]
+        # Causal attention: the first rows + 1 tokens give the first rows features exactly.
+        with torch.autocast(device_type=self.target.device.type, enabled=False):
+            (feats,) = teacher_forced_features(self.target, [record["input_ids"][: rows + 1]], self.layer_ids)
+        feats = feats.to(self.dtype).float().cpu()
+        if id(record) in self._kept:
+            self._kept[id(record)] = feats
+        return feats
 
 
 def build_features_from_tokens(
@@ -519,12 +594,8 @@ def build_features_from_tokens(
     store = TokenStore.open(tokens_dir)
     if not store.records:
         raise ValueError(f"{tokens_dir} holds no chunk; expected at least one chunk-NNNNN.safetensors.gz")
-    stored, ours = store.settings["target"]["weights_sha256"], weights_sha256(target)
-    if stored != ours:
-        raise ValueError(
-            f"gen-data: --target's weights_sha256 is {ours[:16]}...; expected {stored[:16]}... as in "
-            f"{os.path.join(tokens_dir, HEADER)} (features must come from the target that wrote the tokens)"
-        )
+    ours = weights_sha256(target)
+    check_store_target(store, ours, "gen-data")
     write_manifest(
         out_dir,
         {

@@ -18,7 +18,10 @@ CPU-sized training (see ``drafters/smollm2-135m-instruct/recipe-cpu.sh``):
 - ``features``: a feature store from ``gen-data --features`` (:mod:`.features`) holds the target's
   context features of every token, captured once during generation; training then never runs
   the target (only its embeddings and lm_head, which the drafter shares).  ``extra_features``
-  appends more stores' records (:class:`.features.FeatureStores`).
+  appends more stores' records (:class:`.features.FeatureStores`).  With ``features_from_tokens``
+  they are token stores instead (:class:`.tokens.TokenFeatureStores`): the target computes each
+  batch's features when it is drawn, so a fresh machine trains at once, paying the forward pass for
+  the sequences it trains on rather than a rebuild of every store.
 - ``sample_positions``: the shared lm_head over every supervised block position dominates a
   step's cost.  Each supervised position i is kept with probability w_i / max(w) and kept
   positions are weighed equally, so the loss stays an (importance-sampled) estimate of the same
@@ -59,6 +62,7 @@ from .objective import (
     position_weights,
     sample_anchors,
 )
+from .tokens import TokenFeatureStores
 
 CHECKPOINT = os.path.join("checkpoints", "last.pt")
 
@@ -105,6 +109,7 @@ class TrainConfig:
     resume: bool = True
     features: str | None = None
     extra_features: list[str] = field(default_factory=list)
+    features_from_tokens: bool = False  # features/extra_features are token stores: see TokenFeatureStores
     num_chunks: int | None = None
     heldout: int = 0
     heldout_among: int | None = None
@@ -152,6 +157,14 @@ class TrainConfig:
         if self.extra_features and not self.features:
             raise train_error(
                 "features", self.features, f"a feature store with --extra-features {self.extra_features}"
+            )
+        if self.features_from_tokens and not self.features:
+            raise train_error("features", self.features, "token stores with --features-from-tokens")
+        if self.features_from_tokens and not self.target_layer_ids:
+            raise train_error(
+                "target_layer_ids",
+                self.target_layer_ids,
+                "the context layers with --features-from-tokens (a token store keeps no features)",
             )
         if self.num_chunks is not None and not self.features:
             raise train_error(
@@ -470,9 +483,27 @@ def heldout_acceptance(
     }
 
 
-def load_training_data(config: TrainConfig) -> tuple[SequenceBatches, SequenceBatches | None]:
-    """Training batches and held-out batches (``heldout`` random records), from JSONL or a feature store."""
-    store = FeatureStores.open([config.features, *config.extra_features]) if config.features else None
+def open_feature_stores(
+    config: TrainConfig, target: torch.nn.Module | None
+) -> FeatureStores | TokenFeatureStores | None:
+    """The stores named by ``features`` and ``extra_features``: feature stores, or token stores whose
+    features ``target`` computes on demand (``features_from_tokens``); None when training reads JSONL."""
+    if not config.features:
+        return None
+    paths = [config.features, *config.extra_features]
+    if not config.features_from_tokens:
+        return FeatureStores.open(paths)
+    if target is None:
+        raise train_error("features_from_tokens", True, "a target to compute the token stores' features with")
+    return TokenFeatureStores.open(paths, target, config.target_layer_ids)
+
+
+def load_training_data(
+    config: TrainConfig, target: torch.nn.Module | None = None
+) -> tuple[SequenceBatches, SequenceBatches | None]:
+    """Training batches and held-out batches (``heldout`` random records), from JSONL, feature stores
+    or token stores (``features_from_tokens``: ``target`` computes their features)."""
+    store = open_feature_stores(config, target)
     records = store.records if store is not None else read_records(config.data)
     if config.num_chunks is not None:  # the first store's (--features): checked by TrainConfig
         records = [r for r in records if r["store"] > 0 or r["chunk"] < config.num_chunks]
@@ -495,6 +526,8 @@ def load_training_data(config: TrainConfig) -> tuple[SequenceBatches, SequenceBa
     held_ids = set(random.Random(config.seed + 1).sample(range(pool), config.heldout))
     train_records = [r for i, r in enumerate(records) if i not in held_ids]
     held = [r for i, r in enumerate(records) if i in held_ids]
+    if isinstance(store, TokenFeatureStores):
+        store.keep(held)
     batches = SequenceBatches(
         train_records, config.batch_size, config.max_seq_len, _order_seed(config), store
     )
@@ -543,7 +576,7 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
         state = torch.load(ckpt_path, map_location=config.device, weights_only=False)
     resumed = state["config"] if state is not None else None
     config = dataclasses.replace(config, order_seed=resolve_order_seed(config, resumed))
-    batches, heldout = load_training_data(config)
+    batches, heldout = load_training_data(config, target)
     if batches.store is not None:
         stored = batches.store.layer_ids
         if config.target_layer_ids is None:
