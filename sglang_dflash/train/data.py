@@ -117,6 +117,14 @@ And a twelfth code source:
   each kept row and a summary (``sum_row_sums_rows_with_zero(grid)``), every combination once (469
   tasks).
 
+And a thirteenth:
+
+- ``line-functions``: the composed tasks' shape over the lines of ``text: str`` (settings, log
+  lines, comments; some indented, some only spaces): a line filter (comments, with a digit,
+  indented, ...), a change that makes a number (its length, words, digits' sum, indent) or a line
+  (stripped, in upper case, its first word) of each kept line and a summary
+  (``sum_digit_sums_comment_lines(text)``), every combination once (371 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -1080,6 +1088,67 @@ def grid_function_prompts(seed: int = 0) -> list[str]:
     rows = (_ROW_FILTERS, _ROW_CHANGES, _ROW_SUMMARIES)
     prompts = _composed_prompts(rng, numbers, "grid", "List[List[int]]", _grid, items_of=iter)
     return prompts + _composed_prompts(rng, rows, "grid", "List[List[int]]", _grid, items_of=iter)
+
+
+# HumanEval-shaped tasks over the lines of a text (``line-functions``): ``text`` is lines separated by
+# newlines (settings, log lines, comments, indented or blank-looking lines); a line filter, a change
+# that makes a number (its length, its words, its digits' sum) or a line (stripped, in upper case, its
+# first word) of each kept line and a summary, composed as the list tasks are.
+# fmt: off
+_LINE_FILTERS = (  # (name part, noun phrase, keep(line))
+    ("comment_lines", "the lines of the text that start with '#'", lambda line: line.startswith("#")),
+    ("nonblank_lines", "the lines of the text that are not blank (only spaces)",
+     lambda line: line.strip() != ""),
+    ("lines_with_digits", "the lines of the text that contain a digit",
+     lambda line: any(c.isdigit() for c in line)),
+    ("indented_lines", "the lines of the text that start with a space", lambda line: line.startswith(" ")),
+    ("capital_lines", "the lines of the text that start with a capital letter",
+     lambda line: line[:1].isupper()),
+    ("long_lines", "the lines of the text longer than twelve characters", lambda line: len(line) > 12),
+    ("lines", "all the lines of the text", lambda line: True),
+)
+_LINE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, line -> number)
+    ("line_lengths", "the lengths of {}", len),
+    ("word_counts", "the numbers of words in {}", lambda line: len(line.split())),
+    ("digit_sums", "the sums of the digits in {}", lambda line: sum(int(c) for c in line if c.isdigit())),
+    ("indents", "the numbers of spaces at the start of {}", lambda line: len(line) - len(line.lstrip(" "))),
+)
+_LINE_CHANGES = (  # (name part, phrase around the filtered noun phrase, line -> line)
+    ("", "{}", lambda line: line),
+    ("stripped", "{}, without spaces at either end", str.strip),
+    ("upper", "{}, in upper case", str.upper),
+    ("first_words", "the first words of {} ('' for a blank line)", lambda line: (line.split() or [""])[0]),
+)
+_LINE_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed lines)
+    ("list", "Return a list of {}, in their original order.", "List[str]", list),
+    ("joined", "Return {} joined by newlines ('' if there are none).", "str", "\n".join),
+    ("alphabetical", "Return {} sorted alphabetically.", "List[str]", sorted),
+    ("longest", "Return the longest of {}; the first one if several are equally long, "
+     "or None if there are none.", "Optional[str]", lambda lines: max(lines, key=len, default=None)),
+    ("count", "Return how many of {} there are.", "int", len),
+)
+_TEXT_LINES = (
+    "# settings", "name = Ada", "port = 8080", "  debug = true", "Total: 42 items", "ERROR disk full",
+    "warning: low memory", "   ", "  retry 3 times", "Done in 12 s", "hello world", "# end",
+    "Step 1 of 4", "  x = y + 2", "ok", "Saved 7 files", "  ", "# 2 tasks left", "Ready",
+)
+# fmt: on
+
+
+def _text_lines(rng: random.Random) -> tuple[str]:
+    """3-6 lines from ``_TEXT_LINES`` joined by newlines: the line tasks' example argument (none is
+    empty, so ``str.splitlines`` gives back exactly the lines joined)."""
+    return ("\n".join(rng.sample(_TEXT_LINES, rng.randint(3, 6))),)
+
+
+def line_function_prompts(seed: int = 0) -> list[str]:
+    """Every line filter x change x summary task over ``text: str``, with 2-3 examples each: the
+    number changes with the number summaries, the line changes with the line summaries."""
+    rng = random.Random(seed + 89)
+    numbers = (_LINE_FILTERS, _LINE_NUMBER_CHANGES, _NUMBER_SUMMARIES)
+    lines = (_LINE_FILTERS, _LINE_CHANGES, _LINE_SUMMARIES)
+    prompts = _composed_prompts(rng, numbers, "text", "str", _text_lines, items_of=str.splitlines)
+    return prompts + _composed_prompts(rng, lines, "text", "str", _text_lines, items_of=str.splitlines)
 
 
 # HumanEval-shaped tasks over the characters of a string (``text-functions``): a character filter, a
@@ -2130,6 +2199,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "mapping-functions": mapping_function_prompts,
     "sentence-functions": sentence_function_prompts,
     "grid-functions": grid_function_prompts,
+    "line-functions": line_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
