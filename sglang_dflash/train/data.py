@@ -748,6 +748,26 @@ def _composed_prompts(
     return prompts
 
 
+def _number_and_item_prompts(
+    rng: random.Random,
+    filters: Sequence[tuple],
+    number_changes: Sequence[tuple],
+    item_changes: Sequence[tuple],
+    item_summaries: Sequence[tuple],
+    argument: str,
+    argument_type: str,
+    make_call: Callable[[random.Random], tuple],
+    items_of: Callable[..., Iterable],
+) -> list[str]:
+    """The composed tasks over one argument's items, twice from one ``rng``: every filter with the
+    number changes and the number summaries, then with the item changes and ``item_summaries``."""
+    prompts = []
+    for changes, summaries in ((number_changes, _NUMBER_SUMMARIES), (item_changes, item_summaries)):
+        parts = (filters, changes, summaries)
+        prompts += _composed_prompts(rng, parts, argument, argument_type, make_call, items_of=items_of)
+    return prompts
+
+
 def _number_list(rng: random.Random) -> list[int]:
     """4-7 distinct numbers from -20 to 39: the list argument of the number tasks' examples."""
     return rng.sample(range(-20, 40), rng.randint(4, 7))
@@ -965,14 +985,9 @@ def _student_scores(rng: random.Random) -> tuple[dict[str, int]]:
 def mapping_function_prompts(seed: int = 0) -> list[str]:
     """Every entry filter x change x summary task over ``scores: Dict[str, int]``, with 2-3 examples
     each: the number changes with the number summaries, the name changes with the word summaries."""
-    rng = random.Random(seed + 73)
-    numbers = (_ENTRY_FILTERS, _ENTRY_NUMBER_CHANGES, _NUMBER_SUMMARIES)
-    names = (_ENTRY_FILTERS, _ENTRY_NAME_CHANGES, _WORD_SUMMARIES)
-    prompts = _composed_prompts(
-        rng, numbers, "scores", "Dict[str, int]", _student_scores, items_of=dict.items
-    )
-    return prompts + _composed_prompts(
-        rng, names, "scores", "Dict[str, int]", _student_scores, items_of=dict.items
+    parts = (_ENTRY_FILTERS, _ENTRY_NUMBER_CHANGES, _ENTRY_NAME_CHANGES, _WORD_SUMMARIES)
+    return _number_and_item_prompts(
+        random.Random(seed + 73), *parts, "scores", "Dict[str, int]", _student_scores, dict.items
     )
 
 
@@ -1018,11 +1033,8 @@ def _sentence(rng: random.Random) -> tuple[str]:
 def sentence_function_prompts(seed: int = 0) -> list[str]:
     """Every word filter x change x summary task over ``sentence: str``, with 2-3 examples each: the
     number changes with the number summaries, the word changes with the word summaries."""
-    rng = random.Random(seed + 79)
-    numbers = (_SENTENCE_WORD_FILTERS, _SENTENCE_NUMBER_CHANGES, _NUMBER_SUMMARIES)
-    words = (_SENTENCE_WORD_FILTERS, _SENTENCE_WORD_CHANGES, _WORD_SUMMARIES)
-    prompts = _composed_prompts(rng, numbers, "sentence", "str", _sentence, items_of=str.split)
-    return prompts + _composed_prompts(rng, words, "sentence", "str", _sentence, items_of=str.split)
+    parts = (_SENTENCE_WORD_FILTERS, _SENTENCE_NUMBER_CHANGES, _SENTENCE_WORD_CHANGES, _WORD_SUMMARIES)
+    return _number_and_item_prompts(random.Random(seed + 79), *parts, "sentence", "str", _sentence, str.split)
 
 
 # HumanEval-shaped tasks over the rows of a grid (``grid-functions``): ``grid`` is a list of rows of
@@ -1083,11 +1095,8 @@ def _grid(rng: random.Random) -> tuple[list[list[int]]]:
 def grid_function_prompts(seed: int = 0) -> list[str]:
     """Every row filter x change x summary task over ``grid: List[List[int]]``, with 2-3 examples
     each: the number changes with the number summaries, the row changes with the row summaries."""
-    rng = random.Random(seed + 83)
-    numbers = (_ROW_FILTERS, _ROW_NUMBER_CHANGES, _NUMBER_SUMMARIES)
-    rows = (_ROW_FILTERS, _ROW_CHANGES, _ROW_SUMMARIES)
-    prompts = _composed_prompts(rng, numbers, "grid", "List[List[int]]", _grid, items_of=iter)
-    return prompts + _composed_prompts(rng, rows, "grid", "List[List[int]]", _grid, items_of=iter)
+    parts = (_ROW_FILTERS, _ROW_NUMBER_CHANGES, _ROW_CHANGES, _ROW_SUMMARIES)
+    return _number_and_item_prompts(random.Random(seed + 83), *parts, "grid", "List[List[int]]", _grid, iter)
 
 
 # HumanEval-shaped tasks over the lines of a text (``line-functions``): ``text`` is lines separated by
@@ -1144,11 +1153,10 @@ def _text_lines(rng: random.Random) -> tuple[str]:
 def line_function_prompts(seed: int = 0) -> list[str]:
     """Every line filter x change x summary task over ``text: str``, with 2-3 examples each: the
     number changes with the number summaries, the line changes with the line summaries."""
-    rng = random.Random(seed + 89)
-    numbers = (_LINE_FILTERS, _LINE_NUMBER_CHANGES, _NUMBER_SUMMARIES)
-    lines = (_LINE_FILTERS, _LINE_CHANGES, _LINE_SUMMARIES)
-    prompts = _composed_prompts(rng, numbers, "text", "str", _text_lines, items_of=str.splitlines)
-    return prompts + _composed_prompts(rng, lines, "text", "str", _text_lines, items_of=str.splitlines)
+    parts = (_LINE_FILTERS, _LINE_NUMBER_CHANGES, _LINE_CHANGES, _LINE_SUMMARIES)
+    return _number_and_item_prompts(
+        random.Random(seed + 89), *parts, "text", "str", _text_lines, str.splitlines
+    )
 
 
 # HumanEval-shaped tasks over the characters of a string (``text-functions``): a character filter, a
