@@ -140,9 +140,9 @@ if [[ ! -f "$work/num_chunks" ]]; then
 fi
 num_chunks=$(cat "$work/num_chunks")
 
-# 2. Train from the stored features (the target never runs; FEATURES_FROM_TOKENS=1: it computes each batch's
-#    features from the token stores instead, one teacher-forced pass per sequence): 2 draft layers initialised from the target's
-#    last two, block 16, mask token "<filename>" (id 6: the vocabulary has no spare slot), 8 sequences x 32
+# 2. Train from the stored features (the target never runs; FEATURES_FROM_TOKENS=1: it computes each drawn
+#    sequence's features from the token stores instead, one teacher-forced pass each): 2 draft layers
+#    initialised from the target's last two, block 16, mask token "<filename>" (id 6: the vocabulary has no spare slot), 8 sequences x 32
 #    anchors per step, block positions importance-sampled by their loss weight (GAMMA, 3 by default), AdamW, cosine.
 #    HELDOUT random records are held out for the teacher-forced acceptance curve.  INIT_DRAFTER starts
 #    the layers from an earlier drafter instead (a warm restart: new optimizer, schedule and hold-out).
