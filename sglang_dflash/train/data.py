@@ -1128,13 +1128,11 @@ _LINE_CHANGES = (  # (name part, phrase around the filtered noun phrase, line ->
     ("upper", "{}, in upper case", str.upper),
     ("first_words", "the first words of {} ('' for a blank line)", lambda line: (line.split() or [""])[0]),
 )
-_LINE_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed lines)
-    ("list", "Return a list of {}, in their original order.", "List[str]", list),
+# The word summaries, but lines are joined by newlines.
+_LINE_SUMMARIES = (
+    *_WORD_SUMMARIES[:1],
     ("joined", "Return {} joined by newlines ('' if there are none).", "str", "\n".join),
-    ("alphabetical", "Return {} sorted alphabetically.", "List[str]", sorted),
-    ("longest", "Return the longest of {}; the first one if several are equally long, "
-     "or None if there are none.", "Optional[str]", lambda lines: max(lines, key=len, default=None)),
-    ("count", "Return how many of {} there are.", "int", len),
+    *_WORD_SUMMARIES[2:],
 )
 _TEXT_LINES = (
     "# settings", "name = Ada", "port = 8080", "  debug = true", "Total: 42 items", "ERROR disk full",
