@@ -54,13 +54,13 @@ from_tokens=${FEATURES_FROM_TOKENS:-0}
 if [[ $from_tokens == 1 ]]; then
   features=${FEATURES:-$tokens/default}
   stores=$tokens   # where the other stores are found
-  first_chunk=chunk-00000.safetensors
+  chunk_ext="safetensors*"  # plain or gzip-compressed token chunks
   token_flag=(--features-from-tokens)
 else
   token_flag=()
   features=${FEATURES:-$work/features/default}
   stores=$work/features
-  first_chunk=chunk-00000.jsonl
+  chunk_ext=jsonl
 fi
 mkdir -p "$work"
 want() { [[ " ${STAGES:-gen features train eval} " == *" $1 "* ]]; }
@@ -134,7 +134,7 @@ fi
 if [[ ! -f "$work/num_chunks" ]]; then
   n=${NUM_CHUNKS:-0}
   if [[ $n == 0 ]]; then
-    while compgen -G "$features/${first_chunk/00000/$(printf %05d "$n")}*" > /dev/null; do n=$((n + 1)); done
+    while compgen -G "$features/chunk-$(printf %05d "$n").$chunk_ext" > /dev/null; do n=$((n + 1)); done
   fi
   echo "$n" > "$work/num_chunks"
 fi
@@ -142,8 +142,8 @@ num_chunks=$(cat "$work/num_chunks")
 
 # 2. Train from the stored features (the target never runs; FEATURES_FROM_TOKENS=1: it computes each drawn
 #    sequence's features from the token stores instead, one teacher-forced pass each): 2 draft layers
-#    initialised from the target's last two, block 16, mask token "<filename>" (id 6: the vocabulary has no spare slot), 8 sequences x 32
-#    anchors per step, block positions importance-sampled by their loss weight (GAMMA, 3 by default), AdamW, cosine.
+#    initialised from the target's last two, block 16, mask token "<filename>" (id 6: the vocabulary has no
+#    spare slot), 8 sequences x 32 anchors per step, block positions importance-sampled by their loss weight (GAMMA, 3 by default), AdamW, cosine.
 #    HELDOUT random records are held out for the teacher-forced acceptance curve.  INIT_DRAFTER starts
 #    the layers from an earlier drafter instead (a warm restart: new optimizer, schedule and hold-out).
 want train && stage train sglang-dflash train --target "$target" --features "$features" \
