@@ -433,6 +433,7 @@ CODE_SOURCES = (
     "sentence-functions",
     "grid-functions",
     "line-functions",
+    "field-functions",
 )
 
 
@@ -696,6 +697,38 @@ def test_line_functions_are_every_combination_with_right_examples_and_disjoint_f
     )
     assert sentence in next(p for p in prompts if "def sum_digit_sums_comment_lines(" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("line-functions", prompts)
+
+
+def test_field_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import field_function_prompts
+
+    prompts = field_function_prompts()
+    # 7 field filters x (4 number changes x 9 summaries + 4 field changes x 5 field summaries), less
+    # the 7 x 3 counts of changed fields.
+    assert len(prompts) == 7 * (4 * 9 + 4 * 5) - 7 * 3 and prompts == field_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    def is_whole_number(field: str) -> bool:
+        return re.fullmatch(r" *-?[0-9]+ *", field) is not None
+
+    for (record,), result in _doctest_examples(prompts, "sum_digit_counts_number_fields"):
+        assert result == sum(len(re.findall("[0-9]", f)) for f in record.split(",") if is_whole_number(f))
+    for (record,), result in _doctest_examples(prompts, "largest_space_counts_padded_fields"):
+        padded = [f for f in record.split(",") if f[:1] == " " or f[-1:] == " "]
+        assert result == max((f.count(" ") for f in padded), default=None)
+    for (record,), result in _doctest_examples(prompts, "joined_lower_capital_fields"):
+        assert result == ",".join(f.lower() for f in record.split(",") if f[:1].isupper())
+    for (record,), result in _doctest_examples(prompts, "alphabetical_stripped_fields"):
+        assert result == sorted(f.strip() for f in record.split(","))
+    for (record,), result in _doctest_examples(prompts, "count_short_fields"):
+        assert result == sum(len(f) <= 2 for f in record.split(","))
+    sentence = (
+        "Return the sum of the numbers of digits in the fields of the record that are whole numbers once"
+        " stripped of spaces (0 if there are none)."
+    )
+    assert sentence in next(p for p in prompts if "def sum_digit_counts_number_fields(" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("field-functions", prompts)
 
 
 # (source, its templates, its maker, its pool size) for every template story source.

@@ -125,6 +125,14 @@ And a thirteenth:
   (stripped, in upper case, its first word) of each kept line and a summary
   (``sum_digit_sums_comment_lines(text)``), every combination once (371 tasks).
 
+And a fourteenth:
+
+- ``field-functions``: the composed tasks' shape over the fields of ``record: str`` (fields separated
+  by commas: numbers, words, padded or empty fields): a field filter (whole numbers, letters only,
+  padded, ...), a change that makes a number (its length, digits, letters, spaces) or a field
+  (stripped, in lower case, backwards) of each kept field and a summary
+  (``sum_digit_counts_number_fields(record)``), every combination once (371 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -688,6 +696,17 @@ _LIST_WORDS = _WORDS + ("level", "noon", "radar", "kayak", "ideas", "owls", "egg
 # fmt: on
 
 
+def _word_summaries_joined_by(separator: str, separator_name: str) -> tuple[tuple, ...]:
+    """The word summaries with their ``joined`` summary joining by ``separator`` instead of spaces."""
+    joined = (
+        "joined",
+        f"Return {{}} joined by {separator_name} ('' if there are none).",
+        "str",
+        separator.join,
+    )
+    return tuple(joined if summary[0] == "joined" else summary for summary in _WORD_SUMMARIES)
+
+
 def _composed_task(
     filter_: tuple,
     change: tuple,
@@ -1128,12 +1147,7 @@ _LINE_CHANGES = (  # (name part, phrase around the filtered noun phrase, line ->
     ("upper", "{}, in upper case", str.upper),
     ("first_words", "the first words of {} ('' for a blank line)", lambda line: (line.split() or [""])[0]),
 )
-# The word summaries, but lines are joined by newlines.
-_LINE_SUMMARIES = (
-    *_WORD_SUMMARIES[:1],
-    ("joined", "Return {} joined by newlines ('' if there are none).", "str", "\n".join),
-    *_WORD_SUMMARIES[2:],
-)
+_LINE_SUMMARIES = _word_summaries_joined_by("\n", "newlines")
 _TEXT_LINES = (
     "# settings", "name = Ada", "port = 8080", "  debug = true", "Total: 42 items", "ERROR disk full",
     "warning: low memory", "   ", "  retry 3 times", "Done in 12 s", "hello world", "# end",
@@ -1155,6 +1169,60 @@ def line_function_prompts(seed: int = 0) -> list[str]:
     return _number_and_item_prompts(
         random.Random(seed + 89), *parts, "text", "str", _text_lines, str.splitlines
     )
+
+
+# HumanEval-shaped tasks over the fields of a record (``field-functions``): ``record`` is fields
+# separated by commas (numbers, words, padded or empty fields, as a CSV line holds them); a field
+# filter, a change that makes a number (its length, its digits, its letters) or a field (stripped, in
+# lower case, backwards) of each kept field and a summary, composed as the list tasks are.
+# fmt: off
+_FIELD_FILTERS = (  # (name part, noun phrase, keep(field))
+    ("number_fields", "the fields of the record that are whole numbers once stripped of "
+     "spaces", lambda f: f.strip().lstrip("-").isdigit()),
+    ("word_fields", "the fields of the record made of letters only", str.isalpha),
+    ("padded_fields", "the fields of the record that start or end with a space", lambda f: f != f.strip()),
+    ("capital_fields", "the fields of the record that start with a capital letter",
+     lambda f: f[:1].isupper()),
+    ("long_fields", "the fields of the record longer than four characters", lambda f: len(f) > 4),
+    ("short_fields", "the fields of the record of at most two characters", lambda f: len(f) <= 2),
+    ("fields", "all the fields of the record", lambda f: True),
+)
+_FIELD_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, field -> number)
+    ("field_lengths", "the lengths of {}", len),
+    ("digit_counts", "the numbers of digits in {}", lambda f: sum(c.isdigit() for c in f)),
+    ("letter_counts", "the numbers of letters in {}", lambda f: sum(c.isalpha() for c in f)),
+    ("space_counts", "the numbers of spaces in {}", lambda f: f.count(" ")),
+)
+_FIELD_CHANGES = (  # (name part, phrase around the filtered noun phrase, field -> field)
+    ("", "{}", lambda f: f),
+    ("stripped", "{}, without spaces at either end", str.strip),
+    ("lower", "{}, in lower case", str.lower),
+    ("backwards", "{}, each spelled backwards", lambda f: f[::-1]),
+)
+_FIELD_SUMMARIES = _word_summaries_joined_by(",", "commas")
+_RECORD_FIELDS = (
+    "12", "-3", "0", "2024", " 7", "3.5", "apple", "Pear", " fig", "kiwi ", "Oslo", "red", "BLUE", "Tom",
+    "green tea", "x1", "n/a", "", "ok", " 42 ",
+)
+# fmt: on
+
+
+def _record(rng: random.Random) -> tuple[str]:
+    """3-6 fields from ``_RECORD_FIELDS`` joined by commas: the field tasks' example argument (no
+    field holds a comma, so ``str.split(",")`` gives back exactly the fields joined)."""
+    return (",".join(rng.sample(_RECORD_FIELDS, rng.randint(3, 6))),)
+
+
+def _comma_fields(record: str) -> list[str]:
+    """The fields of ``record``: its text between commas."""
+    return record.split(",")
+
+
+def field_function_prompts(seed: int = 0) -> list[str]:
+    """Every field filter x change x summary task over ``record: str``, with 2-3 examples each: the
+    number changes with the number summaries, the field changes with the field summaries."""
+    parts = (_FIELD_FILTERS, _FIELD_NUMBER_CHANGES, _FIELD_CHANGES, _FIELD_SUMMARIES)
+    return _number_and_item_prompts(random.Random(seed + 97), *parts, "record", "str", _record, _comma_fields)
 
 
 # HumanEval-shaped tasks over the characters of a string (``text-functions``): a character filter, a
@@ -2206,6 +2274,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "sentence-functions": sentence_function_prompts,
     "grid-functions": grid_function_prompts,
     "line-functions": line_function_prompts,
+    "field-functions": field_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
