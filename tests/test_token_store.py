@@ -301,6 +301,15 @@ def test_training_on_token_stores_is_refused_without_its_layers_target_or_stores
         load_training_data(replace(cfg, target_layer_ids=[1, 9]), target)
     with pytest.raises(FileNotFoundError, match="header.json is missing; expected a token store"):
         load_training_data(replace(cfg, features=paths["a"][1]), target)
+    empty = tmp_path / "empty"  # a header and no chunk: its one chunk is the other shard's
+    _generate(target, empty, _pool(4), shard=(1, 2))
+    assert TokenStore.open(str(empty)).records == []
+    for refused in (
+        lambda: load_training_data(replace(cfg, features=str(empty)), target),
+        lambda: build_features_from_tokens(target, str(empty), str(tmp_path / "f"), LAYERS),
+    ):
+        with pytest.raises(ValueError, match=r"empty holds no chunk; expected at least one chunk-NNNNN"):
+            refused()
     args = ["train", "--target", "t", "--out", str(tmp_path / "o"), "--features", paths["a"][0]]
     assert cli_main([*args, "--features-from-tokens"]) == 2
     assert "train: --target-layer-ids is None; expected the context layers" in capsys.readouterr().err

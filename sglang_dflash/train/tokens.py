@@ -413,6 +413,14 @@ class TokenStore:
         ]
         return cls(path, header, records)
 
+    @classmethod
+    def open_with_records(cls, path: str) -> TokenStore:
+        """Open ``path``, refusing a store with no finished chunk: nothing to train on or build from."""
+        store = cls.open(path)
+        if not store.records:
+            raise ValueError(f"{path} holds no chunk; expected at least one chunk-NNNNN.safetensors.gz")
+        return store
+
     @property
     def settings(self) -> dict:
         return self.header["settings"]
@@ -534,13 +542,9 @@ class TokenFeatureStores:
     @classmethod
     def open(cls, paths: Sequence[str], target: nn.Module, layer_ids: Sequence[int]) -> TokenFeatureStores:
         """Open the token stores ``paths`` after checking that ``target`` wrote every one."""
-        stores = [TokenStore.open(p) for p in paths]
+        stores = [TokenStore.open_with_records(p) for p in paths]
         ours = weights_sha256(target)
         for store in stores:
-            if not store.records:
-                raise ValueError(
-                    f"{store.path} holds no chunk; expected at least one chunk-NNNNN.safetensors.gz"
-                )
             check_store_target(store, ours, "train")
         LayerCapture(target, layer_ids).remove()  # checks the ids now, not at the first batch
         return cls(stores, target, layer_ids)
@@ -591,9 +595,7 @@ def build_features_from_tokens(
     if batch_size < 1:
         raise ValueError(f"gen-data: --batch-size is {batch_size}; expected an integer >= 1")
     started = time.time()
-    store = TokenStore.open(tokens_dir)
-    if not store.records:
-        raise ValueError(f"{tokens_dir} holds no chunk; expected at least one chunk-NNNNN.safetensors.gz")
+    store = TokenStore.open_with_records(tokens_dir)
     ours = weights_sha256(target)
     check_store_target(store, ours, "gen-data")
     write_manifest(
