@@ -434,6 +434,7 @@ CODE_SOURCES = (
     "grid-functions",
     "line-functions",
     "field-functions",
+    "tuple-functions",
 )
 
 
@@ -468,6 +469,36 @@ def test_composed_functions_are_every_combination_with_right_examples_and_disjoi
     sentence = "Return the sum of the squares of the even numbers in the list (0 if there are none)."
     assert sentence in next(p for p in prompts if "def sum_squared_even(" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("composed-functions", prompts)
+
+
+def test_tuple_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import tuple_function_prompts
+
+    prompts = tuple_function_prompts()
+    # 10 number filters x 8 changes x 4 tuple summaries.
+    assert len(prompts) == 10 * 8 * 4 and prompts == tuple_function_prompts()
+    _assert_one_named_task_each(prompts)
+    assert "from typing import List, Optional, Tuple\n" in next(
+        p for p in prompts if "first_and_last_all(" in p
+    )
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (numbers,), result in _doctest_examples(prompts, "count_and_sum_squared_even"):
+        assert result == (sum(x % 2 == 0 for x in numbers), sum(x * x for x in numbers if x % 2 == 0))
+    for (numbers,), result in _doctest_examples(prompts, "sum_and_product_negated_positive"):
+        assert result == (-sum(x for x in numbers if x > 0), math.prod(-x for x in numbers if x > 0))
+    for (numbers,), result in _doctest_examples(prompts, "smallest_and_largest_absolute_odd"):
+        odd = sorted(abs(x) for x in numbers if x % 2)
+        assert result == ((odd[0], odd[-1]) if odd else None)
+    for (numbers,), result in _doctest_examples(prompts, "first_and_last_doubled_triple"):
+        kept = [2 * x for x in numbers if x % 3 == 0]
+        assert result == ((kept[0], kept[-1]) if kept else None)
+    sentence = (
+        "Return a tuple of the sum and the product of all the numbers in the list"
+        " (0 and 1 if there are none)."
+    )
+    assert sentence in next(p for p in prompts if "def sum_and_product_all(" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("tuple-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

@@ -133,6 +133,13 @@ And a fourteenth:
   (stripped, in lower case, backwards) of each kept field and a summary
   (``sum_digit_counts_number_fields(record)``), every combination once (371 tasks).
 
+And a fifteenth:
+
+- ``tuple-functions``: the composed number tasks' filters and changes with summaries that return two
+  values (HumanEval's ``sum_product`` shape): how many and their sum, sum and product, smallest and
+  largest, first and last (``count_and_sum_squared_even(numbers) -> Tuple[int, int]``), every
+  combination once (320 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -600,7 +607,7 @@ def _typed_doctest_prompt(
     calls = [
         f"    >>> {name}({', '.join(map(repr, args))})\n    {implementation(*args)!r}" for args in examples
     ]
-    imports = [t for t in ("Dict", "List", "Optional") if f"{t}[" in signature]
+    imports = [t for t in ("Dict", "List", "Optional", "Tuple") if f"{t}[" in signature]
     header = f"from typing import {', '.join(imports)}\n\n\n" if imports else ""
     return f'{header}def {name}{signature}:\n    """ {sentence}\n' + "\n".join(calls) + '\n    """\n'
 
@@ -802,6 +809,30 @@ def composed_function_prompts(seed: int = 0) -> list[str]:
         rng, words, "words", "List[str]", lambda r: (r.sample(_LIST_WORDS, r.randint(3, 5)),)
     )
     return prompts
+
+
+# HumanEval-shaped tasks that return two values (``tuple-functions``): the composed number tasks'
+# filters and changes with summaries that make a tuple (HumanEval's ``sum_product`` shape).
+# fmt: off
+_TUPLE_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed items)
+    ("count_and_sum", "Return a tuple of how many of {} there are and their sum.", "Tuple[int, int]",
+     lambda xs: (len(xs), sum(xs))),
+    ("sum_and_product", "Return a tuple of the sum and the product of {} (0 and 1 if there are none).",
+     "Tuple[int, int]", lambda xs: (sum(xs), __import__("math").prod(xs))),
+    ("smallest_and_largest", "Return a tuple of the smallest and the largest of {}, or None if there "
+     "are none.", "Optional[Tuple[int, int]]", lambda xs: (min(xs), max(xs)) if xs else None),
+    ("first_and_last", "Return a tuple of the first and the last of {}, or None if there are none.",
+     "Optional[Tuple[int, int]]", lambda xs: (xs[0], xs[-1]) if xs else None),
+)
+# fmt: on
+
+
+def tuple_function_prompts(seed: int = 0) -> list[str]:
+    """Every number filter x change x tuple summary task over a list of numbers, with 2-3 examples each."""
+    parts = (_NUMBER_FILTERS, _NUMBER_CHANGES, _TUPLE_SUMMARIES)
+    return _composed_prompts(
+        random.Random(seed + 101), parts, "numbers", "List[int]", lambda r: (_number_list(r),)
+    )
 
 
 # HumanEval-shaped tasks with a second argument (``threshold-functions``): the composed tasks'
@@ -2275,6 +2306,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "grid-functions": grid_function_prompts,
     "line-functions": line_function_prompts,
     "field-functions": field_function_prompts,
+    "tuple-functions": tuple_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
