@@ -152,6 +152,7 @@ import importlib
 import inspect
 import itertools
 import json
+import math
 import os
 import random
 import re
@@ -545,7 +546,7 @@ _DOCTEST_TASKS = (
      lambda ws: max(ws, key=len), lambda r: (r.sample(_WORDS, r.randint(2, 5)),)),
     (("gcd_of_list", "common_divisor"), "(numbers: List[int]) -> int",
      "Return the greatest common divisor of a non-empty list of positive integers.",
-     lambda xs: __import__("math").gcd(*xs),
+     lambda xs: math.gcd(*xs),
      lambda r: ([r.choice((2, 3, 4, 6)) * r.randint(1, 12) for _ in range(3)],)),
     (("alternate_case", "swap_every_other"), "(text: str) -> str",
      "Upper-case the characters at even indices and lower-case those at odd indices.",
@@ -572,7 +573,7 @@ _DOCTEST_TASKS = (
      lambda a, b: sorted(a + b), lambda r: (sorted(r.sample(range(20), 3)), sorted(r.sample(range(20), 2)))),
     (("product_except_self", "products_of_others"), "(numbers: List[int]) -> List[int]",
      "Return a list whose i-th item is the product of all numbers except the i-th.",
-     lambda xs: [__import__("math").prod(xs[:i] + xs[i + 1 :]) for i in range(len(xs))],
+     lambda xs: [math.prod(xs[:i] + xs[i + 1 :]) for i in range(len(xs))],
      lambda r: (r.sample(range(1, 7), 3),)),
     (("fizzbuzz_word", "fizz_or_buzz"), "(n: int) -> str",
      "Return 'Fizz' if n is divisible by 3, 'Buzz' if by 5, 'FizzBuzz' if by both, else str(n).",
@@ -584,7 +585,7 @@ _DOCTEST_TASKS = (
      lambda r: tuple([float(r.randint(0, 9)) for _ in range(2)] for _ in range(2))),
     (("nested_depth", "max_paren_depth"), "(parens: str) -> int",
      "Return the deepest nesting level of a balanced string of parentheses.",
-     lambda s: max(__import__("itertools").accumulate(1 if c == "(" else -1 for c in s)),
+     lambda s: max(itertools.accumulate(1 if c == "(" else -1 for c in s)),
      lambda r: (r.choice(("()", "(())", "()(())", "((()))", "(()())()")),)),
     (("rotate_left", "shift_left"), "(items: List[int], k: int) -> List[int]",
      "Rotate the list k positions to the left.",
@@ -659,7 +660,7 @@ _NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, chang
 )
 _NUMBER_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed items)
     ("sum", "Return the sum of {} (0 if there are none).", "int", sum),
-    ("product", "Return the product of {} (1 if there are none).", "int", __import__("math").prod),
+    ("product", "Return the product of {} (1 if there are none).", "int", math.prod),
     ("largest", "Return the largest of {}, or None if there are none.", "Optional[int]",
      lambda xs: max(xs, default=None)),
     ("smallest", "Return the smallest of {}, or None if there are none.", "Optional[int]",
@@ -799,12 +800,17 @@ def _number_list(rng: random.Random) -> list[int]:
     return rng.sample(range(-20, 40), rng.randint(4, 7))
 
 
+def _numbers_argument(rng: random.Random) -> tuple[list[int]]:
+    """One :func:`_number_list`: the whole argument tuple of the one-list number tasks' examples."""
+    return (_number_list(rng),)
+
+
 def composed_function_prompts(seed: int = 0) -> list[str]:
     """Every filter x change x summary task over a list of numbers or of words, with 2-3 examples each."""
     rng = random.Random(seed + 23)
     numbers = (_NUMBER_FILTERS, _NUMBER_CHANGES, _NUMBER_SUMMARIES)
     words = (_WORD_FILTERS, _WORD_CHANGES, _WORD_SUMMARIES)
-    prompts = _composed_prompts(rng, numbers, "numbers", "List[int]", lambda r: (_number_list(r),))
+    prompts = _composed_prompts(rng, numbers, "numbers", "List[int]", _numbers_argument)
     prompts += _composed_prompts(
         rng, words, "words", "List[str]", lambda r: (r.sample(_LIST_WORDS, r.randint(3, 5)),)
     )
@@ -818,7 +824,7 @@ _TUPLE_SUMMARIES = (  # (name part, sentence, return annotation, summary of the 
     ("count_and_sum", "Return a tuple of how many of {} there are and their sum.", "Tuple[int, int]",
      lambda xs: (len(xs), sum(xs))),
     ("sum_and_product", "Return a tuple of the sum and the product of {} (0 and 1 if there are none).",
-     "Tuple[int, int]", lambda xs: (sum(xs), __import__("math").prod(xs))),
+     "Tuple[int, int]", lambda xs: (sum(xs), math.prod(xs))),
     ("smallest_and_largest", "Return a tuple of the smallest and the largest of {}, or None if there "
      "are none.", "Optional[Tuple[int, int]]", lambda xs: (min(xs), max(xs)) if xs else None),
     ("first_and_last", "Return a tuple of the first and the last of {}, or None if there are none.",
@@ -830,9 +836,7 @@ _TUPLE_SUMMARIES = (  # (name part, sentence, return annotation, summary of the 
 def tuple_function_prompts(seed: int = 0) -> list[str]:
     """Every number filter x change x tuple summary task over a list of numbers, with 2-3 examples each."""
     parts = (_NUMBER_FILTERS, _NUMBER_CHANGES, _TUPLE_SUMMARIES)
-    return _composed_prompts(
-        random.Random(seed + 101), parts, "numbers", "List[int]", lambda r: (_number_list(r),)
-    )
+    return _composed_prompts(random.Random(seed + 101), parts, "numbers", "List[int]", _numbers_argument)
 
 
 # HumanEval-shaped tasks with a second argument (``threshold-functions``): the composed tasks'
@@ -892,9 +896,7 @@ def position_function_prompts(seed: int = 0) -> list[str]:
     """Every position filter x change x summary task over ``numbers``, with 2-3 examples each."""
     parts = (_POSITION_FILTERS, _NUMBER_CHANGES, _NUMBER_SUMMARIES)
     rng = random.Random(seed + 61)
-    return _composed_prompts(
-        rng, parts, "numbers", "List[int]", lambda r: (_number_list(r),), positional=True
-    )
+    return _composed_prompts(rng, parts, "numbers", "List[int]", _numbers_argument, positional=True)
 
 
 # HumanEval-shaped tasks over the decimal digits of a number (``digit-functions``): a digit filter,
