@@ -435,6 +435,7 @@ CODE_SOURCES = (
     "line-functions",
     "field-functions",
     "tuple-functions",
+    "string-pair-functions",
 )
 
 
@@ -499,6 +500,35 @@ def test_tuple_functions_are_every_combination_with_right_examples_and_disjoint_
     )
     assert sentence in next(p for p in prompts if "def sum_and_product_all(" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("tuple-functions", prompts)
+
+
+def test_string_pair_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import string_pair_function_prompts
+
+    prompts = string_pair_function_prompts()
+    # 6 pair filters x (2 number changes x 9 summaries + 5 character changes x 10 summaries), less the
+    # counts of the 4 named character changes (a count is the same whatever the characters become).
+    assert len(prompts) == 6 * (2 * 9 + 5 * 10 - 4) and prompts == string_pair_function_prompts()
+    _assert_one_named_task_each(prompts)
+    assert "def joined_later_chars_differing(a: str, b: str) -> str:" in "".join(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (a, b), result in _doctest_examples(prompts, "joined_later_chars_differing"):
+        assert len(a) == len(b) and result == "".join(max(x, y) for x, y in zip(a, b) if x != y)
+    for (a, b), result in _doctest_examples(prompts, "sum_code_gaps_digit_pairs"):
+        assert result == sum(abs(ord(x) - ord(y)) for x, y in zip(a, b) if x.isdigit() or y.isdigit())
+    for (a, b), result in _doctest_examples(prompts, "count_matching"):
+        assert result == sum(x == y for x, y in zip(a, b))
+    # b repeats a at about a third of its positions, so most examples keep some matching pairs.
+    pairs = [args for p in prompts for args in re.findall(r">>> \w+\('(\w+)', '(\w+)'\)", p)]
+    assert len(pairs) >= 2 * len(prompts)
+    assert sum(any(x == y for x, y in zip(a, b)) for a, b in pairs) > 0.75 * len(pairs)
+    sentence = (
+        "Return the characters b[i] of the character pairs (a[i], b[i]) that are both letters, "
+        "joined into one string in their original order."
+    )
+    assert sentence in next(p for p in prompts if "def joined_b_chars_letter_pairs(" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("string-pair-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

@@ -140,6 +140,15 @@ And a fifteenth:
   largest, first and last (``count_and_sum_squared_even(numbers) -> Tuple[int, int]``), every
   combination once (320 tasks).
 
+And a sixteenth:
+
+- ``string-pair-functions``: the composed tasks' shape over two strings of one length read position
+  by position (HumanEval's ``string_xor`` shape): a filter over the character pairs (a[i], b[i])
+  (matching, differing, both letters, a digit on either side, ...), a change that makes a number (a
+  code point, the distance between the two) or a character (a[i], b[i], the later or earlier one)
+  of each kept pair and a summary (``joined_later_chars_differing(a, b)``), every combination once
+  (384 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -785,13 +794,17 @@ def _number_and_item_prompts(
     argument_type: str,
     make_call: Callable[[random.Random], tuple],
     items_of: Callable[..., Iterable],
+    bound: str = "",
 ) -> list[str]:
-    """The composed tasks over one argument's items, twice from one ``rng``: every filter with the
-    number changes and the number summaries, then with the item changes and ``item_summaries``."""
+    """The composed tasks over the arguments' items, twice from one ``rng``: every filter with the
+    number changes and the number summaries, then with the item changes and ``item_summaries``
+    (``bound``: the parameters after the first, as :func:`_composed_task` takes them)."""
     prompts = []
     for changes, summaries in ((number_changes, _NUMBER_SUMMARIES), (item_changes, item_summaries)):
         parts = (filters, changes, summaries)
-        prompts += _composed_prompts(rng, parts, argument, argument_type, make_call, items_of=items_of)
+        prompts += _composed_prompts(
+            rng, parts, argument, argument_type, make_call, bound, items_of=items_of
+        )
     return prompts
 
 
@@ -837,6 +850,58 @@ def tuple_function_prompts(seed: int = 0) -> list[str]:
     """Every number filter x change x tuple summary task over a list of numbers, with 2-3 examples each."""
     parts = (_NUMBER_FILTERS, _NUMBER_CHANGES, _TUPLE_SUMMARIES)
     return _composed_prompts(random.Random(seed + 101), parts, "numbers", "List[int]", _numbers_argument)
+
+
+# HumanEval-shaped tasks over two strings read position by position (``string-pair-functions``,
+# HumanEval's ``string_xor`` shape): a filter over the character pairs (a[i], b[i]), a change that
+# makes a number (a code point, the distance between the two) or a character of each kept pair and
+# a character summary, composed as the list tasks are.
+# fmt: off
+_CHARACTER_PAIR_FILTERS = (  # (name part, noun phrase, keep((x, y)))
+    ("matching", "the character pairs (a[i], b[i]) with a[i] == b[i]", lambda p: p[0] == p[1]),
+    ("differing", "the character pairs (a[i], b[i]) with a[i] != b[i]", lambda p: p[0] != p[1]),
+    ("first_later", "the character pairs (a[i], b[i]) with a[i] > b[i]", lambda p: p[0] > p[1]),
+    ("letter_pairs", "the character pairs (a[i], b[i]) that are both letters",
+     lambda p: p[0].isalpha() and p[1].isalpha()),
+    ("digit_pairs", "the character pairs (a[i], b[i]) with a digit on either side",
+     lambda p: p[0].isdigit() or p[1].isdigit()),
+    ("char_pairs", "all the character pairs (a[i], b[i])", lambda p: True),
+)
+_CHARACTER_PAIR_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, pair -> number)
+    ("code_gaps", "the distances between the Unicode code points of a[i] and b[i] in {}",
+     lambda p: abs(ord(p[0]) - ord(p[1]))),
+    ("codes", "the Unicode code points of a[i] in {}", lambda p: ord(p[0])),
+)
+_CHARACTER_PAIR_CHANGES = (  # (name part, phrase around the filtered noun phrase, pair -> character)
+    ("", "the characters a[i] of {}", lambda p: p[0]),
+    ("b_chars", "the characters b[i] of {}", lambda p: p[1]),
+    ("later_chars", "the later character in Unicode order of each of {}", max),
+    ("earlier_chars", "the earlier character in Unicode order of each of {}", min),
+    ("upper_chars", "the characters a[i] of {}, in upper case", lambda p: p[0].upper()),
+)
+_PAIR_STRING_CHARACTERS = "abcdeXYZ019"
+# fmt: on
+
+
+def _character_pair_strings(rng: random.Random) -> tuple[str, str]:
+    """Two strings of 4-8 characters from ``_PAIR_STRING_CHARACTERS``, of one length; about a third
+    of b repeats a at the same position, so that the matching pairs' tasks keep some."""
+    a = "".join(rng.choices(_PAIR_STRING_CHARACTERS, k=rng.randint(4, 8)))
+    return a, "".join(c if rng.random() < 0.35 else rng.choice(_PAIR_STRING_CHARACTERS) for c in a)
+
+
+def string_pair_function_prompts(seed: int = 0) -> list[str]:
+    """Every character pair filter x change x summary task over ``(a, b)``, two strings of one length,
+    with 2-3 examples each: the number changes with the number summaries, the character changes with
+    the character summaries."""
+    parts = (
+        _CHARACTER_PAIR_FILTERS,
+        _CHARACTER_PAIR_NUMBER_CHANGES,
+        _CHARACTER_PAIR_CHANGES,
+        _CHARACTER_SUMMARIES,
+    )
+    rng = random.Random(seed + 103)
+    return _number_and_item_prompts(rng, *parts, "a", "str", _character_pair_strings, zip, ", b: str")
 
 
 # HumanEval-shaped tasks with a second argument (``threshold-functions``): the composed tasks'
@@ -2309,6 +2374,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "line-functions": line_function_prompts,
     "field-functions": field_function_prompts,
     "tuple-functions": tuple_function_prompts,
+    "string-pair-functions": string_pair_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
