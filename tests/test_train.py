@@ -436,6 +436,7 @@ CODE_SOURCES = (
     "field-functions",
     "tuple-functions",
     "string-pair-functions",
+    "number-word-functions",
 )
 
 
@@ -529,6 +530,32 @@ def test_string_pair_functions_are_every_combination_with_right_examples_and_dis
     )
     assert sentence in next(p for p in prompts if "def joined_b_chars_letter_pairs(" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("string-pair-functions", prompts)
+
+
+def test_number_word_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import number_word_function_prompts
+
+    prompts = number_word_function_prompts()
+    # 7 filters x (4 number changes x 9 summaries + 3 word changes x 6 summaries), less the counts of
+    # the 2 named word changes (a count is the same whatever the words become).
+    assert len(prompts) == 7 * (4 * 9 + 3 * 6 - 2) and prompts == number_word_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+    for (text,), result in _doctest_examples(prompts, "sum_squared_values_odd_words"):
+        assert result == sum(words.index(w) ** 2 for w in text.split() if words.index(w) % 2)
+    for (text,), result in _doctest_examples(prompts, "by_value_upper_prime_words"):
+        kept = sorted((w for w in text.split() if w in ("two", "three", "five", "seven")), key=words.index)
+        assert result == " ".join(w.upper() for w in kept)
+    for (text,), result in _doctest_examples(prompts, "count_large_words"):
+        assert set(text.split()) <= set(words) and result == sum(words.index(w) > 4 for w in text.split())
+    sentence = (
+        "Return the words of the text that name an even number, ordered from the smallest number they"
+        " name to the largest and joined by single spaces."
+    )
+    assert sentence in next(p for p in prompts if "def by_value_even_words(text: str) -> str:" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("number-word-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

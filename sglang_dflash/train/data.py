@@ -149,6 +149,15 @@ And a sixteenth:
   of each kept pair and a summary (``joined_later_chars_differing(a, b)``), every combination once
   (384 tasks).
 
+And a seventeenth:
+
+- ``number-word-functions``: the composed tasks' shape over number words (HumanEval's
+  ``sort_numbers`` shape: ``text`` is words from 'zero' to 'nine' separated by spaces): a filter over
+  the numbers the words name (even, odd, greater than 4, prime, ...), a change that makes a number
+  (the value, its square, nine minus it) or a word (in upper case, capitalised) of each kept word and
+  a summary, the word summaries with one more, ordered by value (``sum_values_even_words(text)``),
+  every combination once (364 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -802,9 +811,7 @@ def _number_and_item_prompts(
     prompts = []
     for changes, summaries in ((number_changes, _NUMBER_SUMMARIES), (item_changes, item_summaries)):
         parts = (filters, changes, summaries)
-        prompts += _composed_prompts(
-            rng, parts, argument, argument_type, make_call, bound, items_of=items_of
-        )
+        prompts += _composed_prompts(rng, parts, argument, argument_type, make_call, bound, items_of=items_of)
     return prompts
 
 
@@ -1010,6 +1017,58 @@ def digit_function_prompts(seed: int = 0) -> list[str]:
         lambda r: (r.randint(100, 9_999_999),),
         items_of=_digits,
     )
+
+
+# HumanEval-shaped tasks over number words (``number-word-functions``, HumanEval's ``sort_numbers``
+# shape): ``text`` is words from 'zero' to 'nine' separated by spaces; a filter over the numbers the
+# words name, a change that makes a number (the value, its square, ...) or a word (in upper case,
+# capitalised) of each kept word and a summary, composed as the list tasks are.
+# fmt: off
+_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_NUMBER_WORD_FILTERS = (  # (name part, noun phrase, keep(word))
+    ("even_words", "the words of the text that name an even number", lambda w: _word_value(w) % 2 == 0),
+    ("odd_words", "the words of the text that name an odd number", lambda w: _word_value(w) % 2 == 1),
+    ("nonzero_words", "the words of the text other than 'zero'", lambda w: w != "zero"),
+    ("large_words", "the words of the text that name a number greater than 4", lambda w: _word_value(w) > 4),
+    ("small_words", "the words of the text that name a number less than 5", lambda w: _word_value(w) < 5),
+    ("prime_words", "the words of the text that name a prime number (two, three, five or seven)",
+     lambda w: _word_value(w) in (2, 3, 5, 7)),
+    ("words", "all the words of the text", lambda w: True),
+)
+_NUMBER_WORD_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, word -> number)
+    ("values", "the numbers named by {}", lambda w: _word_value(w)),
+    ("squared_values", "the squares of the numbers named by {}", lambda w: _word_value(w) ** 2),
+    ("doubled_values", "twice the numbers named by {}", lambda w: 2 * _word_value(w)),
+    ("complements", "nine minus each of the numbers named by {}", lambda w: 9 - _word_value(w)),
+)
+_NUMBER_WORD_CHANGES = (  # (name part, phrase around the filtered noun phrase, word -> word)
+    ("", "{}", lambda w: w),
+    ("upper", "{}, in upper case", str.upper),
+    ("capitalized", "{}, each with a capital first letter", str.capitalize),
+)
+_NUMBER_WORD_SUMMARIES = (*_WORD_SUMMARIES,  # (name part, sentence, return annotation, summary)
+    ("by_value", "Return {}, ordered from the smallest number they name to the largest and joined "
+     "by single spaces.", "str", lambda ws: " ".join(sorted(ws, key=_word_value))),
+)
+# fmt: on
+
+
+def _word_value(word: str) -> int:
+    """The number a number word names, whatever its case ('Three' -> 3)."""
+    return _NUMBER_WORDS.index(word.lower())
+
+
+def _number_words(rng: random.Random) -> tuple[str]:
+    """3-7 number words (repeats allowed) joined by single spaces: the tasks' example argument."""
+    return (" ".join(rng.choices(_NUMBER_WORDS, k=rng.randint(3, 7))),)
+
+
+def number_word_function_prompts(seed: int = 0) -> list[str]:
+    """Every number-word filter x change x summary task over ``text: str``, with 2-3 examples each:
+    the number changes with the number summaries, the word changes with the word summaries."""
+    parts = (_NUMBER_WORD_FILTERS, _NUMBER_WORD_NUMBER_CHANGES, _NUMBER_WORD_CHANGES, _NUMBER_WORD_SUMMARIES)
+    rng = random.Random(seed + 107)
+    return _number_and_item_prompts(rng, *parts, "text", "str", _number_words, str.split)
 
 
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
@@ -2375,6 +2434,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "field-functions": field_function_prompts,
     "tuple-functions": tuple_function_prompts,
     "string-pair-functions": string_pair_function_prompts,
+    "number-word-functions": number_word_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
