@@ -15,7 +15,7 @@ from sglang_dflash.bench.metrics import (
     speedups,
     summarize_group,
 )
-from sglang_dflash.bench.report import markdown_table, summarize
+from sglang_dflash.bench.report import markdown_table, summarize, write_report
 from sglang_dflash.cli import main as cli_main
 
 SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
@@ -142,6 +142,18 @@ def test_report_rows_table_and_plot_from_a_recorded_json(tmp_path):
     md = (tmp_path / "out" / "results.md").read_text()
     assert "recorded" in md and "dflash-builtin" in md
     assert json.loads((tmp_path / "out" / "results.json").read_text())["summary"][0]["dataset"] == "gsm8k"
+
+
+def test_a_run_without_a_baseline_reports_its_rows_and_draws_no_plot(tmp_path):
+    """``--modes dflash`` alone (an A/B of two versions of one mode): no speedup to draw, so the
+    report keeps the JSON and the table (throughput, tau, phases) and writes no PNG."""
+    raw = recorded_run()
+    raw["modes"] = [m for m in raw["modes"] if m["mode"] == "dflash"]
+    paths = write_report(raw, str(tmp_path / "out"))
+    assert sorted(paths) == ["json", "md"] and not (tmp_path / "out" / "results.png").exists()
+    rows = json.loads((tmp_path / "out" / "results.json").read_text())["summary"]
+    assert len(rows) == 6 and all(math.isnan(r["speedup"]) and r["tau"] == 5.0 for r in rows)
+    assert "| gsm8k | 4 | dflash |" in (tmp_path / "out" / "results.md").read_text()
 
 
 def test_engine_arguments_and_environment_per_mode():

@@ -98,7 +98,8 @@ def test_injected_context_kv_equals_the_reference_context_kv(pair):
 @torch.no_grad()
 def test_block_logits_equal_the_reference(any_pair, use_triton):
     """Inject two requests' contexts, run one block each through our SGLang model: same logits,
-    for full, sliding causal and sliding bidirectional draft layers."""
+    for full, sliding causal and sliding bidirectional draft layers (every block column, the drafts'
+    columns only, and those over a hot vocabulary only)."""
     reference, model, embed, head = any_pair
     cfg = reference.config
     lengths = [9, 5]
@@ -126,8 +127,17 @@ def test_block_logits_equal_the_reference(any_pair, use_triton):
         got = model(block.reshape(-1), positions.reshape(-1), fb).next_token_logits.view(2, block_size, -1)
         fb.spec_info.logit_columns = (1, 3)  # a width-3 step reads its two drafts' columns only
         drafts_only = model(block.reshape(-1), positions.reshape(-1), fb).next_token_logits
+        hot = torch.tensor([2, 5, 17, 30])
+        model.set_hot_vocab(hot)
+        try:  # a greedy pass over a hot vocabulary asks for its logits alone
+            fb.spec_info.hot_logits = True
+            hot_only = model(block.reshape(-1), positions.reshape(-1), fb).next_token_logits
+        finally:
+            model.set_hot_vocab(None)
     assert drafts_only.shape == (2 * 2, got.shape[-1])
     assert torch.allclose(drafts_only.view(2, 2, -1), got[:, 1:3], atol=1e-5)
+    assert hot_only.shape == (2 * 2, 4)
+    assert torch.allclose(hot_only.view(2, 2, -1), got[:, 1:3, hot], atol=1e-5)
 
     for r, n in enumerate(lengths):
         cache = reference.new_cache(1, "cpu", torch.float32)
@@ -172,8 +182,9 @@ def test_load_weights_skips_rope_buffers(pair):
 
 def test_a_hot_vocabulary_computes_its_rows_only_and_leaves_every_other_token_undraftable(pair):
     """``--speculative-token-map``: the map's logits equal the full head's, every other one is -inf
-    (no sampler or argmax drafts it), a grammar-masked pass can still ask for the whole vocabulary,
-    and dropping the map restores the full head."""
+    (no sampler or argmax drafts it), the map's own logits alone draft the same greedy tokens, a
+    grammar-masked pass can still ask for the whole vocabulary, and dropping the map restores the
+    full head."""
     _, model, _, head = pair
     hidden = torch.randn(5, head.shape[1], generator=torch.Generator().manual_seed(3))
     full = model.logits(hidden)
@@ -181,12 +192,16 @@ def test_a_hot_vocabulary_computes_its_rows_only_and_leaves_every_other_token_un
     cold = torch.ones(full.shape[1], dtype=torch.bool)
     cold[hot] = False
     original = head.clone()
-    model.set_hot_vocab(hot)
+    model.set_hot_vocab(hot[[3, 0, 2, 1]])  # any order: kept increasing
     try:
+        assert model.hot_token_ids.tolist() == hot.tolist()
         got = model.logits(hidden)
         assert torch.allclose(got[:, hot], full[:, hot], atol=1e-6)
         assert torch.isneginf(got[:, cold]).all()
         assert set(got.argmax(-1).tolist()) <= set(hot.tolist())
+        # The hot logits alone (a greedy draft pass): the same values, the same argmax once mapped.
+        assert torch.equal(model.hot_logits(hidden), got[:, hot])
+        assert torch.equal(hot[model.hot_logits(hidden).argmax(-1)], got.argmax(-1))
         assert torch.equal(model.logits(hidden, full_vocab=True), full)
         head.add_(1.0)  # the target's weights change (update_weights_from_disk) ...
         stale = model.logits(hidden)[:, hot]

@@ -605,3 +605,50 @@ def test_deferred_verify_logits_are_cpu_only_one_rank_and_can_be_switched_off(mo
     monkeypatch.setenv(worker.DEFER_VERIFY_LOGITS_ENV, "yes")
     with pytest.raises(ValueError, match="SGLANG_DFLASH_DEFER_VERIFY_LOGITS is 'yes'; expected '1'"):
         worker.deferred_verify_logits(runner, one)
+
+
+def _step_with_draft_logits(draft_output, sampling, penalties=None):
+    """One decode step of 2 requests (block 4) whose drafter returns ``draft_output``; the target's
+    logits favour token 5 at every position, so the drafts decide how many are accepted."""
+    bs, block_size, vocab = 2, 4, 12
+    target = torch.full((bs * block_size, vocab), -1.0)
+    target[:, 5] = 1.0
+    inputs = worker.StepInputs(
+        bonus_tokens=torch.tensor([1, 2]),
+        seq_lens=torch.tensor([3, 5]),
+        out_cache_loc=torch.arange(bs * block_size),
+        block_size=block_size,
+        mask_token_id=0,
+        sampling=sampling,
+        penalties=penalties,
+    )
+    return worker.decode_step(
+        inputs,
+        draft=lambda block, positions: draft_output,
+        verify=lambda block, positions, slots: (target.clone(), torch.zeros(bs * block_size, 1)),
+        inject=lambda hidden, positions, slots: None,
+    )
+
+
+def test_greedy_drafts_from_hot_vocabulary_logits_are_the_whole_vocabularys_argmax():
+    """``HotVocabLogits``: the drafts are the hot argmax mapped back to token ids, equal to the
+    argmax over the whole vocabulary (-inf outside the hot ids), ties included; sampled or
+    penalised batches, which need the whole vocabulary's distribution, are refused."""
+    hot_ids = torch.tensor([2, 5, 7, 11])  # increasing, as set_hot_vocab keeps them
+    hot = torch.randn(8, 4, generator=torch.Generator().manual_seed(1))
+    hot[[1, 2, 5], 1] = 9.0  # token 5 drafted at request 0's positions 1-2 and request 1's position 1,
+    hot[5, 3] = 9.0  # there tied with token 11: the lower id wins in both layouts
+    hot[[3, 6], 0] = 9.0  # token 2 drafted after them: rejected
+    whole = torch.full((8, 12), float("-inf"))
+    whole[:, hot_ids] = hot
+    greedy = spec.BatchSampling.from_params([spec.SamplingParams()] * 2)
+
+    compact = _step_with_draft_logits(worker.HotVocabLogits(hot, hot_ids), greedy)
+    reference = _step_with_draft_logits(whole, greedy)
+    assert torch.equal(compact.emitted, reference.emitted)
+    assert torch.equal(compact.num_correct_drafts, reference.num_correct_drafts)
+    assert compact.num_correct_drafts.tolist() == [2, 1]
+
+    sampled = spec.BatchSampling.from_params([spec.SamplingParams(temperature=0.7)] * 2)
+    with pytest.raises(ValueError, match="all-greedy batches without penalties, grammar or selector"):
+        _step_with_draft_logits(worker.HotVocabLogits(hot, hot_ids), sampled)

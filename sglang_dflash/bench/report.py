@@ -168,16 +168,18 @@ def write_markdown(path: str, lines: list[str]) -> None:
         f.write("\n".join(lines) + "\n")
 
 
-def plot_speedups(rows: list[dict], path: str) -> None:
-    """Speedup over baseline vs concurrency, one line per mode, one panel per dataset."""
+def plot_speedups(rows: list[dict], path: str) -> bool:
+    """Speedup over baseline vs concurrency, one line per mode, one panel per dataset; False (no
+    file) when no row has a speedup: every mode failed, or no baseline ran beside the others."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    rows = [r for r in rows if math.isfinite(r["speedup"])]
     datasets = sorted({r["dataset"] for r in rows})
-    if not datasets:  # every mode failed: the table lists them, there is nothing to plot
-        return
+    if not datasets:  # the table lists every row; there is nothing to plot against a baseline
+        return False
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 3.8), squeeze=False)
     for ax, dataset in zip(axes[0], datasets):
         for mode in sorted({r["mode"] for r in rows}):
@@ -199,6 +201,7 @@ def plot_speedups(rows: list[dict], path: str) -> None:
     fig.tight_layout()
     save_figure(fig, path)
     plt.close(fig)
+    return True
 
 
 def readable_json(obj: object) -> str:
@@ -230,7 +233,8 @@ def write_report(raw: dict, out_dir: str, stem: str = "results") -> dict[str, st
         for failure in raw.get("failed_modes", []):
             f.write(f"\n**mode {failure['mode']} failed**: {failure['error']}\n")
     try:
-        plot_speedups(rows, paths["png"])
+        if not plot_speedups(rows, paths["png"]):
+            paths.pop("png")
     except ImportError:  # a GPU host without matplotlib: re-render later with `sglang-dflash bench-report`
         print("matplotlib is not installed: no PNG written; run `sglang-dflash bench-report` where it is")
         paths.pop("png")

@@ -237,7 +237,9 @@ class DFlashDrafterForSGLang(nn.Module):
         """Draft only among ``token_ids`` (:mod:`sglang_dflash.token_map`); None drafts the whole vocabulary.
 
         Their lm_head rows are copied once into one contiguous matrix, so a draft pass reads those
-        rows only; call again after the target's weights change.
+        rows only; call again after the target's weights change.  The ids are kept in increasing
+        order, so that an argmax over the hot logits alone picks, among equal logits, the token the
+        whole vocabulary's argmax picks (:meth:`hot_logits`).
         """
         if token_ids is None:
             self.hot_token_ids = self._hot_head = None
@@ -246,7 +248,7 @@ class DFlashDrafterForSGLang(nn.Module):
             raise RuntimeError("set_embed_and_head() must be called before set_hot_vocab()")
         if self.shard.size > 1:
             raise RuntimeError("a hot vocabulary needs the whole lm_head on one rank (TP size 1)")
-        token_ids = token_ids.to(self._head.device)
+        token_ids = token_ids.to(self._head.device).sort().values
         rows = self._head[token_ids]
         if self._hot_head is not None and torch.equal(token_ids, self.hot_token_ids):
             self._hot_head.copy_(rows)  # a refresh: in place, so a captured CUDA graph sees it
@@ -266,8 +268,14 @@ class DFlashDrafterForSGLang(nn.Module):
         if self._hot_head is None or full_vocab:
             return vocab_logits(hidden, self._head, self.shard)[:, : self.dflash.vocab_size]
         logits = hidden.new_full((hidden.shape[0], self.dflash.vocab_size), float("-inf"))
-        logits[:, self.hot_token_ids] = hidden @ self._hot_head.T
+        logits[:, self.hot_token_ids] = self.hot_logits(hidden)
         return logits
+
+    def hot_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """[N, K] logits of the hot vocabulary's tokens only, column j for ``hot_token_ids[j]``."""
+        if self._hot_head is None:
+            raise RuntimeError("hot_logits() needs a hot vocabulary (set_hot_vocab)")
+        return hidden @ self._hot_head.T
 
     # ------------------------------------------------------------------ context
     def project_context(self, target_hidden: torch.Tensor) -> torch.Tensor:
@@ -298,7 +306,10 @@ class DFlashDrafterForSGLang(nn.Module):
         hidden, _ = add_rms_norm(hidden, residual, self.norm_weight, self.eps)
         spec_info = forward_batch.spec_info
         full_vocab = getattr(spec_info, "full_vocab", False)
-        logits = self.logits(logit_rows(hidden, spec_info), full_vocab=full_vocab)
+        rows = logit_rows(hidden, spec_info)
+        if getattr(spec_info, "hot_logits", False) and not full_vocab:
+            return LogitsProcessorOutput(next_token_logits=self.hot_logits(rows), hidden_states=None)
+        logits = self.logits(rows, full_vocab=full_vocab)
         return LogitsProcessorOutput(next_token_logits=logits, hidden_states=None)
 
     # ------------------------------------------------------------------ weights

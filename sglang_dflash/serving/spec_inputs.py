@@ -28,6 +28,7 @@ class DFlashBlockInput(SpecInput):
         capture_hidden_mode: CaptureHiddenMode,
         full_vocab: bool = False,
         logit_columns: tuple[int, int] | None = None,
+        hot_logits: bool = False,
     ) -> None:
         super().__init__(SpecInputType.DFLASH_VERIFY)
         self.draft_token = draft_token
@@ -39,6 +40,9 @@ class DFlashBlockInput(SpecInput):
         # Block columns [start, stop) whose logits the drafter returns (None: every column).  A step
         # reads the drafts' columns only, 1 .. width - 1; CUDA graphs keep every column.
         self.logit_columns = logit_columns
+        # A drafter with a hot vocabulary returns its logits over that vocabulary only, [N, K] (the
+        # worker drafts greedily and maps the argmax back), not scattered into [N, V] of -inf.
+        self.hot_logits = hot_logits
         self.custom_mask = None  # causal (target) or bidirectional (ENCODER_ONLY drafter) by layer
         self.num_tokens_per_req = draft_token_num
         self.num_tokens_for_logprob_per_req = draft_token_num

@@ -263,6 +263,17 @@ class StepInputs:
     cheap_rows: int = 1
 
 
+@dataclasses.dataclass(frozen=True)
+class HotVocabLogits:
+    """A drafter's logits over its hot vocabulary only (``--speculative-token-map``): ``logits``
+    [N, K], column j scoring token ``token_ids[j]`` (increasing ids, so the first of equal logits is
+    the token the whole vocabulary's argmax picks).  Greedy drafting takes the argmax here and maps
+    it back, without the [N, V] tensor of -inf that the whole vocabulary's logits would be."""
+
+    logits: torch.Tensor  # [N, K]
+    token_ids: torch.Tensor  # [K] int64, increasing
+
+
 @dataclasses.dataclass
 class StepResult:
     """What one decode step produced (words as in :mod:`sglang_dflash.speculative`)."""
@@ -551,7 +562,7 @@ def verify_slots(out_cache_loc: torch.Tensor, bs: int, width: int) -> torch.Tens
 
 def decode_step(
     inputs: StepInputs,
-    draft: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    draft: Callable[[torch.Tensor, torch.Tensor], torch.Tensor | HotVocabLogits],
     verify: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
     inject: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None],
     publish: Callable[[torch.Tensor], None] | None = None,
@@ -560,7 +571,9 @@ def decode_step(
     """One DFlash step, independent of how the passes run (SGLang runners on GPU, plain PyTorch in tests).
 
     ``draft(block, positions)`` -> logits [bs * block_size, V] of every block position, or
-    [bs * (width - 1), V] of the draft positions 1 .. width - 1 only;
+    [bs * (width - 1), V] of the draft positions 1 .. width - 1 only; for an all-greedy batch without
+    penalties, grammar or selector, they may come as :class:`HotVocabLogits` (the same rows over a
+    hot vocabulary);
     ``verify(tokens, positions, slots)`` -> (target logits [bs * width, V], captured target hidden
     [bs * width, K*H]) for the first ``width = verify_width`` block positions, at those KV slots;
     for an all-greedy batch without penalties, grammar or ``logit_bias``, the logits may come as
@@ -582,7 +595,15 @@ def decode_step(
         # [bonus token, MASK x (block_size - 1)] in one bidirectional pass over [context ; block].
         drafts, draft_probs = block[:, 1:1], None  # width 1: no drafts, plain decoding
         if width > 1:
-            logits = draft(block, positions.reshape(-1))
+            logits, hot_ids = draft(block, positions.reshape(-1)), None
+            if isinstance(logits, HotVocabLogits):
+                changed = inputs.penalties is not None or grammar is not None or inputs.selector is not None
+                if changed or not sampling.all_greedy:
+                    raise ValueError(
+                        "hot-vocabulary draft logits are for all-greedy batches without penalties, "
+                        "grammar or selector"
+                    )
+                logits, hot_ids = logits.logits, logits.token_ids
             draft_logits = logits.view(bs, -1, logits.shape[-1])
             if draft_logits.shape[1] == block_size:  # every column came back: keep the drafts'
                 draft_logits = draft_logits[:, 1:width]
@@ -595,6 +616,8 @@ def decode_step(
                 drafts, draft_probs = grammar.draft(draft_logits, sampling, draws)
             else:
                 drafts, draft_probs = spec.draft_tokens(draft_logits, sampling, draws)
+            if hot_ids is not None:
+                drafts = hot_ids[drafts]  # columns of the hot vocabulary -> token ids
             if inputs.agree is not None:
                 (drafts,) = inputs.agree(drafts)  # every rank verifies the same block
 
@@ -701,7 +724,8 @@ class DFlashWorker(BaseSpecWorker):
         self.mask_drafts = mask_drafts_setting()
         self.deferred_logits = deferred_verify_logits(target_worker.model_runner, self.tp_shard)
         self.small_batch_linears = small_batch_linears_setting(self.device)
-        # The drafter's lm_head over the drafts' columns only; a CUDA graph replays every column.
+        # The drafter's lm_head over the drafts' columns only (and, drafting greedily from a hot
+        # vocabulary, over its rows only: HotVocabLogits); a CUDA graph replays every column.
         self.draft_columns_only = torch.device(self.device).type == "cpu"
         profile = os.environ.get(PROFILE_ENV)
         self.profiler = make_profiler(profile, self.device)
@@ -789,13 +813,14 @@ class DFlashWorker(BaseSpecWorker):
         width: int,
         full_vocab: bool = False,
         logit_columns: tuple[int, int] | None = None,
+        hot_logits: bool = False,
     ) -> ForwardBatch:
         """A TARGET_VERIFY forward over ``width`` tokens per request (the host restores batch fields)."""
         batch.forward_mode = ForwardMode.TARGET_VERIFY
         batch.input_ids = block.reshape(-1)
         batch.out_cache_loc = out_cache_loc
         batch.spec_info = DFlashBlockInput(
-            batch.input_ids, positions, width, capture, full_vocab, logit_columns
+            batch.input_ids, positions, width, capture, full_vocab, logit_columns, hot_logits
         )
         return ForwardBatch.init_new(
             batch, runner, capture_hidden_mode=capture, return_hidden_states_before_norm=False
@@ -829,8 +854,12 @@ class DFlashWorker(BaseSpecWorker):
             deferred = None
         if sampling_info.logit_bias is not None or batch.return_logprob:
             deferred = None
+        # Greedy drafts from a hot vocabulary need only its logits (their argmax, mapped back).
+        hot_ids = getattr(self.draft_model, "hot_token_ids", None)
+        hot_drafts = self.draft_columns_only and hot_ids is not None and sampling.all_greedy
+        hot_drafts = hot_drafts and penalties is None and grammar is None
 
-        def draft(block: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        def draft(block: torch.Tensor, positions: torch.Tensor) -> torch.Tensor | HotVocabLogits:
             passes.draft_batch = self._block_forward_batch(
                 batch,
                 self.draft_runner,
@@ -842,10 +871,12 @@ class DFlashWorker(BaseSpecWorker):
                 # Drafts chosen under a grammar may need tokens outside a hot vocabulary.
                 full_vocab=grammar is not None and grammar.mask_drafts,
                 logit_columns=(1, width) if self.draft_columns_only else None,
+                hot_logits=hot_drafts,
             )
             drafted = self.draft_runner.forward(passes.draft_batch)
             passes.draft_graph = bool(drafted.can_run_graph)
-            return drafted.logits_output.next_token_logits
+            logits = drafted.logits_output.next_token_logits
+            return HotVocabLogits(logits, hot_ids) if hot_drafts else logits
 
         def verify(
             block: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor
