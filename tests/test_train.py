@@ -437,6 +437,8 @@ CODE_SOURCES = (
     "tuple-functions",
     "string-pair-functions",
     "number-word-functions",
+    "interval-functions",
+    "range-functions",
 )
 
 
@@ -556,6 +558,52 @@ def test_number_word_functions_are_every_combination_with_right_examples_and_dis
     )
     assert sentence in next(p for p in prompts if "def by_value_even_words(text: str) -> str:" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("number-word-functions", prompts)
+
+
+def test_interval_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import interval_function_prompts
+
+    prompts = interval_function_prompts()
+    # 7 filters x (5 number changes x 9 summaries + 3 interval changes x 5 summaries), less the counts
+    # of the 2 named interval changes (a count is the same whatever the intervals become).
+    assert len(prompts) == 7 * (5 * 9 + 3 * 5 - 2) and prompts == interval_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (intervals,), result in _doctest_examples(prompts, "sum_lengths_holding_zero"):
+        assert all(start <= end for start, end in intervals)
+        assert result == sum(end - start for start, end in intervals if start <= 0 <= end)
+    for (intervals,), result in _doctest_examples(prompts, "span_widened_positive"):
+        kept = [(start - 1, end + 1) for start, end in intervals if start > 0]
+        assert result == ((min(s for s, _ in kept), max(e for _, e in kept)) if kept else None)
+    for (intervals,), result in _doctest_examples(prompts, "count_points"):
+        assert result == sum(start == end for start, end in intervals)
+    sentence = "Return the intervals with an even start, each moved one to the right, sorted by their start"
+    assert sentence in next(
+        p for p in prompts if "def sorted_moved_even_start(intervals: List[Tuple[int, int]])" in p
+    )
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("interval-functions", prompts)
+
+
+def test_range_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import range_function_prompts
+
+    prompts = range_function_prompts()
+    # 7 filters x 6 changes x 9 number summaries.
+    assert len(prompts) == 7 * 6 * 9 and prompts == range_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    primes = [2, 3, 5, 7, 11, 13]
+    for (n,), result in _doctest_examples(prompts, "sum_squared_primes_to_n"):
+        assert 4 <= n <= 16 and result == sum(p * p for p in primes if p <= n)
+    for (n,), result in _doctest_examples(prompts, "list_digit_sums_palindromes_to_n"):
+        assert result == [x if x < 10 else 2 * (x // 10) for x in range(1, n + 1) if x < 10 or x == 11]
+    for (n,), result in _doctest_examples(prompts, "count_distinct_last_digits_squares_to_n"):
+        assert result == len({x * x % 10 for x in range(1, 5) if x * x <= n})
+    sentence = "Return the product of the perfect squares from 1 to n, each doubled (1 if there are none)."
+    assert sentence in next(p for p in prompts if "def product_doubled_squares_to_n(n: int) -> int:" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("range-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

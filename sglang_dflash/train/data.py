@@ -158,6 +158,22 @@ And a seventeenth:
   a summary, the word summaries with one more, ordered by value (``sum_values_even_words(text)``),
   every combination once (364 tasks).
 
+And an eighteenth:
+
+- ``interval-functions``: the composed tasks' shape over closed intervals (HumanEval's
+  ``intersection`` shape: ``intervals: List[Tuple[int, int]]``, each (start, end) with start <= end):
+  a filter (holding 0, longer than 3, single points, ...), a change that makes a number (the length,
+  start, middle, how many integers it holds) or an interval (as is, widened, moved) of each kept
+  interval and a summary, the interval ones sorted, longest, the span covering them
+  (``sum_lengths_holding_zero(intervals)``), every combination once (406 tasks).
+
+And a nineteenth:
+
+- ``range-functions``: the composed tasks' shape over the numbers from 1 to ``n: int`` (HumanEval's
+  tasks on one integer: ``count_up_to``, ``fizz_buzz``): a filter (even, primes, perfect squares,
+  palindromes, ...), a change of each kept number (squared, doubled, its digit sum, ...) and a number
+  summary (``sum_squared_primes_to_n(n)``), every combination once (378 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -1069,6 +1085,104 @@ def number_word_function_prompts(seed: int = 0) -> list[str]:
     parts = (_NUMBER_WORD_FILTERS, _NUMBER_WORD_NUMBER_CHANGES, _NUMBER_WORD_CHANGES, _NUMBER_WORD_SUMMARIES)
     rng = random.Random(seed + 107)
     return _number_and_item_prompts(rng, *parts, "text", "str", _number_words, str.split)
+
+
+# HumanEval-shaped tasks over closed intervals (``interval-functions``, HumanEval's ``intersection``
+# shape): ``intervals`` is a list of (start, end) pairs with start <= end; a filter over the
+# intervals, a change that makes a number (the length, start, middle, ...) or an interval (as is,
+# widened, moved) of each kept interval and a summary, composed as the list tasks are.
+# fmt: off
+_INTERVAL_FILTERS = (  # (name part, noun phrase, keep((start, end)))
+    ("holding_zero", "the intervals that contain 0", lambda iv: iv[0] <= 0 <= iv[1]),
+    ("long", "the intervals longer than 3 (end - start > 3)", lambda iv: iv[1] - iv[0] > 3),
+    ("positive", "the intervals that start above 0", lambda iv: iv[0] > 0),
+    ("negative", "the intervals that end below 0", lambda iv: iv[1] < 0),
+    ("points", "the intervals whose start equals their end", lambda iv: iv[0] == iv[1]),
+    ("even_start", "the intervals with an even start", lambda iv: iv[0] % 2 == 0),
+    ("intervals", "all the intervals", lambda iv: True),
+)
+_INTERVAL_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, interval -> number)
+    ("lengths", "the lengths (end - start) of {}", lambda iv: iv[1] - iv[0]),
+    ("starts", "the starts of {}", lambda iv: iv[0]),
+    ("ends", "the ends of {}", lambda iv: iv[1]),
+    ("middles", "the middles (start + end) // 2 of {}", lambda iv: (iv[0] + iv[1]) // 2),
+    ("integer_counts", "how many integers each of {} holds", lambda iv: iv[1] - iv[0] + 1),
+)
+_INTERVAL_CHANGES = (  # (name part, phrase around the filtered noun phrase, interval -> interval)
+    ("", "{}", lambda iv: iv),
+    ("widened", "{}, each widened by one at both ends", lambda iv: (iv[0] - 1, iv[1] + 1)),
+    ("moved", "{}, each moved one to the right", lambda iv: (iv[0] + 1, iv[1] + 1)),
+)
+_INTERVAL_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed intervals)
+    ("list", "Return a list of {}, in their original order.", "List[Tuple[int, int]]", list),
+    ("sorted", "Return {}, sorted by their start, then by their end.", "List[Tuple[int, int]]", sorted),
+    ("longest", "Return the longest of {}; the first one if several are equally long, or None if there "
+     "are none.", "Optional[Tuple[int, int]]", lambda ivs: max(ivs, key=_interval_length, default=None)),
+    ("span", "Return the smallest interval that covers all of {}, or None if there are none.",
+     "Optional[Tuple[int, int]]",
+     lambda ivs: (min(iv[0] for iv in ivs), max(iv[1] for iv in ivs)) if ivs else None),
+    ("count", "Return how many of {} there are.", "int", len),
+)
+# fmt: on
+
+
+def _interval_length(interval: tuple[int, int]) -> int:
+    """An interval's length, end - start (0 for a single point)."""
+    return interval[1] - interval[0]
+
+
+def _intervals(rng: random.Random) -> tuple[list[tuple[int, int]]]:
+    """3-6 intervals (start, end) with starts from -9 to 9 and lengths 0-7, a fifth of them single
+    points: the tasks' example argument."""
+    starts = [rng.randint(-9, 9) for _ in range(rng.randint(3, 6))]
+    return ([(s, s if rng.random() < 0.2 else s + rng.randint(1, 7)) for s in starts],)
+
+
+def interval_function_prompts(seed: int = 0) -> list[str]:
+    """Every interval filter x change x summary task over ``intervals: List[Tuple[int, int]]``, with
+    2-3 examples each: the number changes with the number summaries, the interval changes with the
+    interval summaries."""
+    parts = (_INTERVAL_FILTERS, _INTERVAL_NUMBER_CHANGES, _INTERVAL_CHANGES, _INTERVAL_SUMMARIES)
+    rng = random.Random(seed + 109)
+    return _number_and_item_prompts(rng, *parts, "intervals", "List[Tuple[int, int]]", _intervals, iter)
+
+
+# HumanEval-shaped tasks over the numbers from 1 to n (``range-functions``, the shape of HumanEval's
+# tasks on one integer: ``count_up_to``, ``fizz_buzz``, ``even_odd_palindrome``): a filter over the
+# numbers 1..n, a change of each kept number and a number summary, composed as the list tasks are.
+# fmt: off
+_RANGE_FILTERS = (  # (name part, noun phrase, keep)
+    ("even_to_n", "the even numbers from 1 to n", lambda x: x % 2 == 0),
+    ("odd_to_n", "the odd numbers from 1 to n", lambda x: x % 2 == 1),
+    ("triples_to_n", "the multiples of three from 1 to n", lambda x: x % 3 == 0),
+    ("primes_to_n", "the prime numbers from 1 to n", lambda x: x > 1 and all(x % d for d in range(2, x))),
+    ("squares_to_n", "the perfect squares from 1 to n", lambda x: math.isqrt(x) ** 2 == x),
+    ("palindromes_to_n", "the numbers from 1 to n that read the same backwards",
+     lambda x: str(x) == str(x)[::-1]),
+    ("to_n", "the numbers from 1 to n", lambda x: True),
+)
+_RANGE_CHANGES = (  # (name part, phrase around the filtered noun phrase, change)
+    ("", "{}", lambda x: x),
+    ("squared", "the squares of {}", lambda x: x * x),
+    ("doubled", "{}, each doubled", lambda x: 2 * x),
+    ("digit_sums", "the digit sums of {}", lambda x: sum(map(int, str(x)))),
+    ("last_digits", "the last digits of {}", lambda x: x % 10),
+    ("halved", "{}, each divided by two and rounded down", lambda x: x // 2),
+)
+# fmt: on
+
+
+def _numbers_up_to(n: int) -> range:
+    """The numbers from 1 to ``n``: the items of the range tasks."""
+    return range(1, n + 1)
+
+
+def range_function_prompts(seed: int = 0) -> list[str]:
+    """Every range filter x change x number summary task over ``n: int`` (the numbers 1..n), with 2-3
+    examples each (n from 4 to 16, so that the products stay readable)."""
+    parts = (_RANGE_FILTERS, _RANGE_CHANGES, _NUMBER_SUMMARIES)
+    rng = random.Random(seed + 113)
+    return _composed_prompts(rng, parts, "n", "int", lambda r: (r.randint(4, 16),), items_of=_numbers_up_to)
 
 
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
@@ -2435,6 +2549,8 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "tuple-functions": tuple_function_prompts,
     "string-pair-functions": string_pair_function_prompts,
     "number-word-functions": number_word_function_prompts,
+    "interval-functions": interval_function_prompts,
+    "range-functions": range_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
