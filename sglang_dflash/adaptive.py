@@ -48,7 +48,8 @@ ADAPTIVE_CONFIG_FLAG = "--speculative-adaptive-config"
 class AdaptiveConfig:
     """Settings of :class:`VerifyWidthPolicy` (``--speculative-adaptive-config`` JSON, same keys)."""
 
-    widths: tuple[int, ...] = DEFAULT_WIDTHS  # candidate verify widths (capped at the block size)
+    # Candidate verify widths, each capped at the block size; None: DEFAULT_WIDTHS and the whole block.
+    widths: tuple[int, ...] | None = None
     explore_every: int = 32  # steps per batch-size bucket between re-measurements
     # Per-step decay of the acceptance counts: about 1 / (1 - decay) steps of evidence (at one
     # request a step sees one or two drafts; 0.9 let a few unlucky steps decide).
@@ -59,13 +60,14 @@ class AdaptiveConfig:
 
     def __post_init__(self) -> None:
         widths = self.widths
-        if (
-            not isinstance(widths, (list, tuple))
-            or not widths
-            or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in widths)
-        ):
-            raise ValueError(f"{ADAPTIVE_CONFIG_FLAG}: widths is {widths!r}; expected integers >= 1")
-        object.__setattr__(self, "widths", tuple(sorted(set(widths))))
+        if widths is not None:
+            if (
+                not isinstance(widths, (list, tuple))
+                or not widths
+                or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in widths)
+            ):
+                raise ValueError(f"{ADAPTIVE_CONFIG_FLAG}: widths is {widths!r}; expected integers >= 1")
+            object.__setattr__(self, "widths", tuple(sorted(set(widths))))
         for name, least in (("explore_every", 2), ("time_window", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
@@ -119,9 +121,11 @@ class AdaptiveConfig:
         return cls.from_dict(values)
 
     def for_block_size(self, block_size: int) -> AdaptiveConfig:
-        """The widths this block size can verify: those <= block_size, plus the whole block."""
-        widths = sorted({k for k in self.widths if k <= block_size} | {block_size})
-        return dataclasses.replace(self, widths=tuple(widths))
+        """The widths this block size can verify: each configured width capped at ``block_size``; by
+        default :data:`DEFAULT_WIDTHS` and the whole block.  Widths given explicitly are kept as
+        given (``[1]`` is plain decoding that never probes a drafting width)."""
+        configured = (*DEFAULT_WIDTHS, block_size) if self.widths is None else self.widths
+        return dataclasses.replace(self, widths=tuple(sorted({min(k, block_size) for k in configured})))
 
 
 def _parse_json(text: str, value: str, expected: str) -> Any:
@@ -159,6 +163,11 @@ class VerifyWidthPolicy:
     """Chooses each step's verify width from acceptance seen so far and measured step times."""
 
     def __init__(self, config: AdaptiveConfig) -> None:
+        if config.widths is None:
+            raise ValueError(
+                "VerifyWidthPolicy: config.widths is None; expected the widths of one block size "
+                "(AdaptiveConfig.for_block_size)"
+            )
         self.config = config
         self.accepted = 0.0  # decayed count of accepted drafts
         self.rejected = 0.0  # decayed count of rejections (a step that stopped before its last draft)

@@ -163,9 +163,28 @@ def test_batch_sizes_share_step_times_by_power_of_two():
     assert [batch_bucket(bs) for bs in (1, 2, 3, 4, 7, 8, 9, 48)] == [1, 2, 2, 4, 4, 8, 8, 32]
 
 
-def test_widths_are_capped_at_the_block_size_which_is_always_a_candidate():
+def test_widths_are_capped_at_the_block_size_and_the_default_adds_the_whole_block():
     assert AdaptiveConfig(widths=(1, 4, 8, 16)).for_block_size(8).widths == (1, 4, 8)
-    assert AdaptiveConfig(widths=(1, 2)).for_block_size(6).widths == (1, 2, 6)
+    assert AdaptiveConfig(widths=(1, 4, 32)).for_block_size(16).widths == (1, 4, 16)
+    assert AdaptiveConfig().for_block_size(16).widths == (1, 4, 8, 16)
+    assert AdaptiveConfig().for_block_size(8).widths == (1, 4, 8)
+    assert AdaptiveConfig().for_block_size(32).widths == (1, 4, 8, 16, 32)
+    # Widths given explicitly are kept: [1, 2] never verifies a whole block of 6.
+    assert AdaptiveConfig(widths=(1, 2)).for_block_size(6).widths == (1, 2)
+
+
+def test_widths_of_one_means_plain_decoding_that_never_probes_a_drafting_width():
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=[1]).for_block_size(16))
+    for step in range(100):  # every bucket, past several explore_every periods
+        bs = 1 + step % 20
+        width = policy.choose(bs)
+        assert width == 1
+        observe(policy, bs, width, 0.01, None)
+
+
+def test_a_policy_needs_the_widths_of_one_block_size():
+    with pytest.raises(ValueError, match="config.widths is None; expected the widths of one block size"):
+        VerifyWidthPolicy(AdaptiveConfig())
 
 
 @pytest.mark.parametrize(
