@@ -540,6 +540,11 @@ def library_completion_prompts(max_chars: int = 1500) -> list[str]:
     return prompts
 
 
+def _is_prime(n: int) -> bool:
+    """Whether ``n`` is a prime number (the doctest tasks' ``is_prime`` and the range tasks' filter)."""
+    return n > 1 and all(n % d for d in range(2, math.isqrt(n) + 1))
+
+
 # Small tasks for doctest-style prompts: (function names, typed signature, docstring sentence,
 # reference implementation, argument maker).  The examples in each prompt come from running the
 # implementation, so they are always right.
@@ -598,7 +603,7 @@ _DOCTEST_TASKS = (
      lambda s: " ".join(reversed(s.split())), lambda r: (" ".join(r.sample(_WORDS, r.randint(2, 4))),)),
     (("is_prime", "prime_check"), "(n: int) -> bool",
      "Return True if n is a prime number, False otherwise.",
-     lambda n: n > 1 and all(n % d for d in range(2, int(n**0.5) + 1)), lambda r: (r.randint(1, 60),)),
+     _is_prime, lambda r: (r.randint(1, 60),)),
     (("char_frequency", "letter_counts"), "(text: str) -> Dict[str, int]",
      "Return a dictionary mapping each character of the text to how often it occurs.",
      lambda t: {c: t.count(c) for c in dict.fromkeys(t)}, lambda r: (r.choice(_WORDS)[:5],)),
@@ -1087,6 +1092,11 @@ def number_word_function_prompts(seed: int = 0) -> list[str]:
     return _number_and_item_prompts(rng, *parts, "text", "str", _number_words, str.split)
 
 
+def _interval_length(interval: tuple[int, int]) -> int:
+    """An interval's length, end - start (0 for a single point)."""
+    return interval[1] - interval[0]
+
+
 # HumanEval-shaped tasks over closed intervals (``interval-functions``, HumanEval's ``intersection``
 # shape): ``intervals`` is a list of (start, end) pairs with start <= end; a filter over the
 # intervals, a change that makes a number (the length, start, middle, ...) or an interval (as is,
@@ -1094,7 +1104,7 @@ def number_word_function_prompts(seed: int = 0) -> list[str]:
 # fmt: off
 _INTERVAL_FILTERS = (  # (name part, noun phrase, keep((start, end)))
     ("holding_zero", "the intervals that contain 0", lambda iv: iv[0] <= 0 <= iv[1]),
-    ("long", "the intervals longer than 3 (end - start > 3)", lambda iv: iv[1] - iv[0] > 3),
+    ("long", "the intervals longer than 3 (end - start > 3)", lambda iv: _interval_length(iv) > 3),
     ("positive", "the intervals that start above 0", lambda iv: iv[0] > 0),
     ("negative", "the intervals that end below 0", lambda iv: iv[1] < 0),
     ("points", "the intervals whose start equals their end", lambda iv: iv[0] == iv[1]),
@@ -1102,11 +1112,11 @@ _INTERVAL_FILTERS = (  # (name part, noun phrase, keep((start, end)))
     ("intervals", "all the intervals", lambda iv: True),
 )
 _INTERVAL_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, interval -> number)
-    ("lengths", "the lengths (end - start) of {}", lambda iv: iv[1] - iv[0]),
+    ("lengths", "the lengths (end - start) of {}", _interval_length),
     ("starts", "the starts of {}", lambda iv: iv[0]),
     ("ends", "the ends of {}", lambda iv: iv[1]),
     ("middles", "the middles (start + end) // 2 of {}", lambda iv: (iv[0] + iv[1]) // 2),
-    ("integer_counts", "how many integers each of {} holds", lambda iv: iv[1] - iv[0] + 1),
+    ("integer_counts", "how many integers each of {} holds", lambda iv: _interval_length(iv) + 1),
 )
 _INTERVAL_CHANGES = (  # (name part, phrase around the filtered noun phrase, interval -> interval)
     ("", "{}", lambda iv: iv),
@@ -1124,11 +1134,6 @@ _INTERVAL_SUMMARIES = (  # (name part, sentence, return annotation, summary of t
     ("count", "Return how many of {} there are.", "int", len),
 )
 # fmt: on
-
-
-def _interval_length(interval: tuple[int, int]) -> int:
-    """An interval's length, end - start (0 for a single point)."""
-    return interval[1] - interval[0]
 
 
 def _intervals(rng: random.Random) -> tuple[list[tuple[int, int]]]:
@@ -1155,7 +1160,7 @@ _RANGE_FILTERS = (  # (name part, noun phrase, keep)
     ("even_to_n", "the even numbers from 1 to n", lambda x: x % 2 == 0),
     ("odd_to_n", "the odd numbers from 1 to n", lambda x: x % 2 == 1),
     ("triples_to_n", "the multiples of three from 1 to n", lambda x: x % 3 == 0),
-    ("primes_to_n", "the prime numbers from 1 to n", lambda x: x > 1 and all(x % d for d in range(2, x))),
+    ("primes_to_n", "the prime numbers from 1 to n", _is_prime),
     ("squares_to_n", "the perfect squares from 1 to n", lambda x: math.isqrt(x) ** 2 == x),
     ("palindromes_to_n", "the numbers from 1 to n that read the same backwards",
      lambda x: str(x) == str(x)[::-1]),
