@@ -439,6 +439,7 @@ CODE_SOURCES = (
     "number-word-functions",
     "interval-functions",
     "range-functions",
+    "paren-functions",
 )
 
 
@@ -604,6 +605,45 @@ def test_range_functions_are_every_combination_with_right_examples_and_disjoint_
     sentence = "Return the product of the perfect squares from 1 to n, each doubled (1 if there are none)."
     assert sentence in next(p for p in prompts if "def product_doubled_squares_to_n(n: int) -> int:" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("range-functions", prompts)
+
+
+def _walk_brackets(group: str) -> tuple[int, int]:
+    """The deepest nesting of a balanced bracket group and how many of its pairs close with nothing
+    left open, tracked with an explicit stack."""
+    stack, deepest, top_level = [], 0, 0
+    for bracket in group:
+        if bracket == "(":
+            stack.append(bracket)
+            deepest = max(deepest, len(stack))
+        else:
+            stack.pop()
+            top_level += not stack
+    return deepest, top_level
+
+
+def test_paren_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import paren_function_prompts
+
+    prompts = paren_function_prompts()
+    # 7 filters x (4 number changes x 9 summaries + 4 group changes x 5 summaries), less the counts
+    # of the 3 named group changes (a count is the same whatever the groups become).
+    assert len(prompts) == 7 * (4 * 9 + 4 * 5 - 3) and prompts == paren_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (paren_string,), result in _doctest_examples(prompts, "sum_depths_deep_groups"):
+        groups = paren_string.split(" ")
+        assert all(_walk_brackets(g)[0] >= 1 and g.count("(") == g.count(")") for g in groups)
+        assert result == sum(depth for depth, _ in map(_walk_brackets, groups) if depth > 1)
+    for (paren_string,), result in _doctest_examples(prompts, "list_top_level_counts_groups"):
+        assert result == [_walk_brackets(g)[1] for g in paren_string.split(" ")]
+    for (paren_string,), result in _doctest_examples(prompts, "joined_square_flat_groups"):
+        assert result == " ".join("[]" * (len(g) // 2) for g in paren_string.split() if "((" not in g)
+    sentence = (
+        "Return the longest of the bracket groups of more than six brackets, each wrapped in one more pair;"
+    )
+    assert sentence in next(p for p in prompts if "def longest_wrapped_long_groups(paren_string: str)" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("paren-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

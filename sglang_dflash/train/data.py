@@ -174,6 +174,15 @@ And a nineteenth:
   palindromes, ...), a change of each kept number (squared, doubled, its digit sum, ...) and a number
   summary (``sum_squared_primes_to_n(n)``), every combination once (378 tasks).
 
+And a twentieth:
+
+- ``paren-functions``: the composed tasks' shape over groups of brackets (HumanEval's
+  ``separate_paren_groups`` and ``parse_nested_parens`` shape: ``paren_string`` is balanced groups
+  of round brackets separated by spaces): a group filter (nested more than one level, flat, one
+  outer pair, ...), a change that makes a number (the nesting depth, pairs, top-level pairs,
+  brackets) or a group (as is, wrapped in one more pair, doubled, in square brackets) of each kept
+  group and a summary (``sum_depths_deep_groups(paren_string)``), every combination once (371 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -1188,6 +1197,80 @@ def range_function_prompts(seed: int = 0) -> list[str]:
     parts = (_RANGE_FILTERS, _RANGE_CHANGES, _NUMBER_SUMMARIES)
     rng = random.Random(seed + 113)
     return _composed_prompts(rng, parts, "n", "int", lambda r: (r.randint(4, 16),), items_of=_numbers_up_to)
+
+
+def _nesting_depth(group: str) -> int:
+    """The most brackets of the balanced ``group`` open at once (``"(()())"``: 2)."""
+    return max(itertools.accumulate(1 if c == "(" else -1 for c in group), default=0)
+
+
+def _top_level_pairs(group: str) -> int:
+    """How many pairs of the balanced ``group`` no other pair encloses (``"()(())"``: 2)."""
+    return sum(depth == 0 for depth in itertools.accumulate(1 if c == "(" else -1 for c in group))
+
+
+# HumanEval-shaped tasks over groups of brackets (``paren-functions``, HumanEval's
+# ``separate_paren_groups`` and ``parse_nested_parens`` shape): ``paren_string`` is balanced groups
+# of round brackets separated by single spaces; a group filter, a change that makes a number (its
+# nesting depth, pairs, top-level pairs) or a group (as is, wrapped, doubled, in square brackets) of
+# each kept group and a summary, composed as the list tasks are.
+# fmt: off
+_PAREN_FILTERS = (  # (name part, noun phrase, keep(group))
+    ("deep_groups", "the bracket groups nested more than one level deep", lambda g: _nesting_depth(g) > 1),
+    ("flat_groups", "the bracket groups with no pair inside another pair", lambda g: _nesting_depth(g) == 1),
+    ("single_pairs", "the bracket groups that are just one pair ()", lambda g: g == "()"),
+    ("long_groups", "the bracket groups of more than six brackets", lambda g: len(g) > 6),
+    ("enclosed_groups", "the bracket groups enclosed by one outer pair", lambda g: _top_level_pairs(g) == 1),
+    ("side_by_side_groups", "the bracket groups of two or more pairs side by side at the top level",
+     lambda g: _top_level_pairs(g) > 1),
+    ("groups", "all the bracket groups", lambda g: True),
+)
+_PAREN_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, group -> number)
+    ("depths", "the deepest levels of nesting of {}", _nesting_depth),
+    ("pair_counts", "the numbers of bracket pairs in {}", lambda g: g.count("(")),
+    ("top_level_counts", "the numbers of top-level pairs in {}", _top_level_pairs),
+    ("bracket_counts", "the numbers of brackets in {}", len),
+)
+_PAREN_CHANGES = (  # (name part, phrase around the filtered noun phrase, group -> group)
+    ("", "{}", lambda g: g),
+    ("wrapped", "{}, each wrapped in one more pair", lambda g: f"({g})"),
+    ("doubled", "{}, each written twice side by side", lambda g: g + g),
+    ("square", "{}, with square brackets [] instead of round ones",
+     lambda g: g.replace("(", "[").replace(")", "]")),
+)
+_PAREN_SUMMARIES = tuple(  # the word summaries, sorted by length where those sort alphabetically
+    ("by_length", "Return {} sorted from shortest to longest, equally long ones in their original "
+     "order.", "List[str]", lambda gs: sorted(gs, key=len)) if summary[0] == "alphabetical" else summary
+    for summary in _WORD_SUMMARIES
+)
+# fmt: on
+
+
+def _bracket_group(rng: random.Random, pairs: int) -> str:
+    """A random balanced group of ``pairs`` pairs of round brackets."""
+    group, opened, closed = [], 0, 0
+    while closed < pairs:
+        if opened < pairs and (opened == closed or rng.random() < 0.5):
+            group.append("(")
+            opened += 1
+        else:
+            group.append(")")
+            closed += 1
+    return "".join(group)
+
+
+def _paren_string(rng: random.Random) -> tuple[str]:
+    """3-5 groups of 1-4 pairs separated by single spaces: the bracket tasks' example argument."""
+    return (" ".join(_bracket_group(rng, rng.randint(1, 4)) for _ in range(rng.randint(3, 5))),)
+
+
+def paren_function_prompts(seed: int = 0) -> list[str]:
+    """Every bracket-group filter x change x summary task over ``paren_string: str``, with 2-3
+    examples each: the number changes with the number summaries, the group changes with the group
+    summaries."""
+    parts = (_PAREN_FILTERS, _PAREN_NUMBER_CHANGES, _PAREN_CHANGES, _PAREN_SUMMARIES)
+    rng = random.Random(seed + 127)
+    return _number_and_item_prompts(rng, *parts, "paren_string", "str", _paren_string, str.split)
 
 
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
@@ -2556,6 +2639,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "number-word-functions": number_word_function_prompts,
     "interval-functions": interval_function_prompts,
     "range-functions": range_function_prompts,
+    "paren-functions": paren_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
