@@ -440,6 +440,7 @@ CODE_SOURCES = (
     "interval-functions",
     "range-functions",
     "paren-functions",
+    "fraction-functions",
 )
 
 
@@ -644,6 +645,42 @@ def test_paren_functions_are_every_combination_with_right_examples_and_disjoint_
     )
     assert sentence in next(p for p in prompts if "def longest_wrapped_long_groups(paren_string: str)" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("paren-functions", prompts)
+
+
+def test_fraction_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import fraction_function_prompts
+
+    prompts = fraction_function_prompts()
+    # 7 filters x (4 number changes x 9 summaries + 4 fraction changes x 5 summaries), less the counts
+    # of the 3 named fraction changes (a count is the same whatever the fractions become).
+    assert len(prompts) == 7 * (4 * 9 + 4 * 5 - 3) and prompts == fraction_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code
+    # (cross-multiplied integers instead of fractions.Fraction).
+    def parts(fraction: str) -> tuple[int, int]:
+        numerator, denominator = map(int, fraction.split("/"))
+        assert 1 <= numerator <= 12 and 1 <= denominator <= 8
+        return numerator, denominator
+
+    for (fractions,), result in _doctest_examples(prompts, "sum_whole_parts_improper"):
+        assert result == sum(n // d for n, d in map(parts, fractions) if n >= d)
+    for (fractions,), result in _doctest_examples(prompts, "list_simplified_even_denominator"):
+        kept = [(n, d) for n, d in map(parts, fractions) if d % 2 == 0]
+        simplest = [
+            next((n // k, d // k) for k in range(d, 0, -1) if n % k == 0 and d % k == 0) for n, d in kept
+        ]
+        assert result == [f"{n}/{d}" for n, d in simplest]
+    for (fractions,), result in _doctest_examples(prompts, "largest_inverted_proper"):
+        upside_down = [(d, n) for n, d in map(parts, fractions) if n < d]
+        best = None
+        for n, d in upside_down:
+            if best is None or n * best[1] > best[0] * d:
+                best = (n, d)
+        assert result == (f"{best[0]}/{best[1]}" if best else None)
+    sentence = "Return the fractions with numerator 1, each with its numerator doubled, sorted from smallest"
+    assert sentence in next(p for p in prompts if "def by_value_doubled_unit(fractions: List[str])" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("fraction-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

@@ -183,6 +183,15 @@ And a twentieth:
   brackets) or a group (as is, wrapped in one more pair, doubled, in square brackets) of each kept
   group and a summary (``sum_depths_deep_groups(paren_string)``), every combination once (371 tasks).
 
+And a twenty-first:
+
+- ``fraction-functions``: the composed tasks' shape over fractions written as text (HumanEval's
+  ``simplify`` shape: ``fractions: List[str]``, each "numerator/denominator"): a fraction filter
+  (less than one, a whole number, in lowest terms, ...), a change that makes a number (numerator,
+  denominator, whole part, remainder) or a fraction (as is, in lowest terms, upside down, its
+  numerator doubled) of each kept fraction and a summary, the fraction ones sorted by value and
+  largest (``sum_whole_parts_improper(fractions)``), every combination once (371 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -202,6 +211,7 @@ import re
 import textwrap
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from fractions import Fraction
 
 import torch
 from tqdm import tqdm
@@ -1271,6 +1281,80 @@ def paren_function_prompts(seed: int = 0) -> list[str]:
     parts = (_PAREN_FILTERS, _PAREN_NUMBER_CHANGES, _PAREN_CHANGES, _PAREN_SUMMARIES)
     rng = random.Random(seed + 127)
     return _number_and_item_prompts(rng, *parts, "paren_string", "str", _paren_string, str.split)
+
+
+def _fraction_parts(fraction: str) -> tuple[int, int]:
+    """The numerator and denominator of a fraction written ``"3/4"``."""
+    numerator, denominator = fraction.split("/")
+    return int(numerator), int(denominator)
+
+
+def _fraction_value(fraction: str) -> Fraction:
+    """The exact value of a fraction written ``"3/4"``."""
+    return Fraction(*_fraction_parts(fraction))
+
+
+def _lowest_terms(fraction: str) -> str:
+    """A fraction written ``"6/8"`` in lowest terms, written the same way (``"3/4"``, ``"2/1"``)."""
+    numerator, denominator = _fraction_parts(fraction)
+    common = math.gcd(numerator, denominator)
+    return f"{numerator // common}/{denominator // common}"
+
+
+# HumanEval-shaped tasks over fractions written as text (``fraction-functions``, HumanEval's
+# ``simplify`` shape: ``fractions`` is a list of strings "numerator/denominator" of positive whole
+# numbers); a fraction filter, a change that makes a number (numerator, denominator, whole part,
+# remainder) or a fraction (as is, in lowest terms, upside down, its numerator doubled) of each kept
+# fraction and a summary, composed as the list tasks are.
+# fmt: off
+_FRACTION_FILTERS = (  # (name part, noun phrase, keep(fraction))
+    ("proper", "the fractions less than one", lambda f: _fraction_value(f) < 1),
+    ("improper", "the fractions equal to or greater than one", lambda f: _fraction_value(f) >= 1),
+    ("whole", "the fractions that equal a whole number", lambda f: _fraction_value(f).denominator == 1),
+    ("even_denominator", "the fractions with an even denominator", lambda f: _fraction_parts(f)[1] % 2 == 0),
+    ("reduced", "the fractions already in lowest terms", lambda f: _lowest_terms(f) == f),
+    ("unit", "the fractions with numerator 1", lambda f: _fraction_parts(f)[0] == 1),
+    ("fractions", "all the fractions", lambda f: True),
+)
+_FRACTION_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, fraction -> number)
+    ("numerators", "the numerators of {}", lambda f: _fraction_parts(f)[0]),
+    ("denominators", "the denominators of {}", lambda f: _fraction_parts(f)[1]),
+    ("whole_parts", "the whole parts (numerator // denominator) of {}",
+     lambda f: divmod(*_fraction_parts(f))[0]),
+    ("remainders", "the remainders (numerator % denominator) of {}",
+     lambda f: divmod(*_fraction_parts(f))[1]),
+)
+_FRACTION_CHANGES = (  # (name part, phrase around the filtered noun phrase, fraction -> fraction)
+    ("", "{}", lambda f: f),
+    ("simplified", "{}, each in lowest terms", _lowest_terms),
+    ("inverted", "{}, each turned upside down", lambda f: "/".join(reversed(f.split("/")))),
+    ("doubled", "{}, each with its numerator doubled",
+     lambda f: f"{2 * _fraction_parts(f)[0]}/{_fraction_parts(f)[1]}"),
+)
+_FRACTION_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed fractions)
+    ("list", "Return a list of {}, in their original order.", "List[str]", list),
+    ("joined", "Return {} joined by single spaces ('' if there are none).", "str", " ".join),
+    ("by_value", "Return {}, sorted from smallest to largest value, equal ones in their original order.",
+     "List[str]", lambda fs: sorted(fs, key=_fraction_value)),
+    ("largest", "Return the largest of {}; the first one if several are equally large, or None if there "
+     "are none.", "Optional[str]", lambda fs: max(fs, key=_fraction_value, default=None)),
+    ("count", "Return how many of {} there are.", "int", len),
+)
+# fmt: on
+
+
+def _fractions(rng: random.Random) -> tuple[list[str]]:
+    """3-6 fractions, numerators 1-12 over denominators 1-8: the fraction tasks' example argument."""
+    return ([f"{rng.randint(1, 12)}/{rng.randint(1, 8)}" for _ in range(rng.randint(3, 6))],)
+
+
+def fraction_function_prompts(seed: int = 0) -> list[str]:
+    """Every fraction filter x change x summary task over ``fractions: List[str]``, with 2-3 examples
+    each: the number changes with the number summaries, the fraction changes with the fraction
+    summaries."""
+    parts = (_FRACTION_FILTERS, _FRACTION_NUMBER_CHANGES, _FRACTION_CHANGES, _FRACTION_SUMMARIES)
+    rng = random.Random(seed + 131)
+    return _number_and_item_prompts(rng, *parts, "fractions", "List[str]", _fractions, iter)
 
 
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
@@ -2640,6 +2724,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "interval-functions": interval_function_prompts,
     "range-functions": range_function_prompts,
     "paren-functions": paren_function_prompts,
+    "fraction-functions": fraction_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
