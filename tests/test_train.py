@@ -441,6 +441,7 @@ CODE_SOURCES = (
     "range-functions",
     "paren-functions",
     "fraction-functions",
+    "date-functions",
 )
 
 
@@ -681,6 +682,44 @@ def test_fraction_functions_are_every_combination_with_right_examples_and_disjoi
     sentence = "Return the fractions with numerator 1, each with its numerator doubled, sorted from smallest"
     assert sentence in next(p for p in prompts if "def by_value_doubled_unit(fractions: List[str])" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("fraction-functions", prompts)
+
+
+def test_date_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    import datetime
+
+    from sglang_dflash.train.data import date_function_prompts
+
+    prompts = date_function_prompts()
+    # 7 filters x (4 number changes x 9 summaries + 4 date changes x 5 summaries), less the counts
+    # of the 3 named date changes (a count is the same whatever the dates become).
+    assert len(prompts) == 7 * (4 * 9 + 4 * 5 - 3) and prompts == date_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code
+    # (the day of the year from a table of month lengths).
+    def day_of_year(date: str) -> int:
+        year, month, day = map(int, date.split("-"))
+        february = 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+        return sum((31, february, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[: month - 1]) + day
+
+    for (dates,), result in _doctest_examples(prompts, "sum_days_of_year_weekend"):
+        assert all(2019 <= int(d[:4]) <= 2026 for d in dates)
+        weekend = [d for d in dates if datetime.date.fromisoformat(d).isoweekday() in (6, 7)]
+        assert result == sum(map(day_of_year, weekend))
+    for (dates,), result in _doctest_examples(prompts, "sorted_us_style_summer"):
+        summer = sorted(d for d in dates if d[5:7] in ("06", "07", "08"))  # ISO text sorts by date
+        assert result == [f"{d[5:7]}/{d[8:10]}/{d[:4]}" for d in summer]
+    for (dates,), result in _doctest_examples(prompts, "latest_next_day_leap_year"):
+        kept = [d for d in dates if int(d[:4]) % 4 == 0]  # 2020 and 2024: the leap years of 2019-2026
+        latest = max(kept, default=None)
+        assert result == (
+            None if latest is None else str(datetime.date.fromisoformat(latest) + datetime.timedelta(1))
+        )
+    sentence = (
+        "Return a list of the first days of the months of the dates with an odd day of the month, written"
+    )
+    assert sentence in next(p for p in prompts if "def list_month_firsts_odd_day(dates: List[str])" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("date-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

@@ -192,6 +192,15 @@ And a twenty-first:
   numerator doubled) of each kept fraction and a summary, the fraction ones sorted by value and
   largest (``sum_whole_parts_improper(fractions)``), every combination once (371 tasks).
 
+And a twenty-second:
+
+- ``date-functions``: the composed tasks' shape over dates written as text (HumanEval's
+  ``valid_date`` shape: ``dates: List[str]``, each "YYYY-MM-DD"): a date filter (January to June,
+  summer, a leap year, a weekend, ...), a change that makes a number (year, month, day, day of the
+  year) or a date (as is, written MM/DD/YYYY, the next day, the first of its month) of each kept
+  date and a summary, the date ones sorted and latest by date
+  (``sum_days_of_year_weekend(dates)``), every combination once (371 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -200,6 +209,8 @@ models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + r
 from __future__ import annotations
 
 import ast
+import calendar
+import datetime
 import importlib
 import inspect
 import itertools
@@ -1355,6 +1366,72 @@ def fraction_function_prompts(seed: int = 0) -> list[str]:
     parts = (_FRACTION_FILTERS, _FRACTION_NUMBER_CHANGES, _FRACTION_CHANGES, _FRACTION_SUMMARIES)
     rng = random.Random(seed + 131)
     return _number_and_item_prompts(rng, *parts, "fractions", "List[str]", _fractions, iter)
+
+
+def _written_date(text: str) -> datetime.date:
+    """The calendar date written ``"YYYY-MM-DD"`` or, as the US-style change writes it, ``"MM/DD/YYYY"``."""
+    if "/" in text:
+        return datetime.datetime.strptime(text, "%m/%d/%Y").date()
+    return datetime.date.fromisoformat(text)
+
+
+# HumanEval-shaped tasks over dates written as text (``date-functions``, HumanEval's ``valid_date``
+# shape: ``dates`` is a list of valid dates "YYYY-MM-DD"); a date filter, a change that makes a
+# number (year, month, day, day of the year) or a date (as is, US order, the next day, the first of
+# its month) of each kept date and a summary, composed as the list tasks are.
+# fmt: off
+_DATE_FILTERS = (  # (name part, noun phrase, keep(date))
+    ("first_half", "the dates from January to June", lambda d: _written_date(d).month <= 6),
+    ("summer", "the dates in June, July or August", lambda d: _written_date(d).month in (6, 7, 8)),
+    ("leap_year", "the dates in a leap year", lambda d: calendar.isleap(_written_date(d).year)),
+    ("month_start", "the dates in the first ten days of a month", lambda d: _written_date(d).day <= 10),
+    ("weekend", "the dates that fall on a Saturday or a Sunday", lambda d: _written_date(d).weekday() >= 5),
+    ("odd_day", "the dates with an odd day of the month", lambda d: _written_date(d).day % 2 == 1),
+    ("dates", "all the dates", lambda d: True),
+)
+_DATE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, date -> number)
+    ("years", "the years of {}", lambda d: _written_date(d).year),
+    ("months", "the months (1 to 12) of {}", lambda d: _written_date(d).month),
+    ("days", "the days of the month of {}", lambda d: _written_date(d).day),
+    ("days_of_year", "the days of the year (1 for January 1) of {}",
+     lambda d: _written_date(d).timetuple().tm_yday),
+)
+_DATE_CHANGES = (  # (name part, phrase around the filtered noun phrase, date -> date)
+    ("", "{}", lambda d: d),
+    ("us_style", "{}, each written MM/DD/YYYY", lambda d: _written_date(d).strftime("%m/%d/%Y")),
+    ("next_day", "the days after each of {}, written YYYY-MM-DD",
+     lambda d: (_written_date(d) + datetime.timedelta(days=1)).isoformat()),
+    ("month_firsts", "the first days of the months of {}, written YYYY-MM-DD", lambda d: d[:8] + "01"),
+)
+_DATE_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed dates)
+    ("list", "Return a list of {}, in their original order.", "List[str]", list),
+    ("joined", "Return {} joined by commas ('' if there are none).", "str", ",".join),
+    ("sorted", "Return {}, sorted from the earliest to the latest.", "List[str]",
+     lambda ds: sorted(ds, key=_written_date)),
+    ("latest", "Return the latest of {}, or None if there are none.", "Optional[str]",
+     lambda ds: max(ds, key=_written_date, default=None)),
+    ("count", "Return how many of {} there are.", "int", len),
+)
+# fmt: on
+
+
+def _dates(rng: random.Random) -> tuple[list[str]]:
+    """3-6 valid dates from 2019 to 2026, written YYYY-MM-DD: the date tasks' example argument."""
+    dates = []
+    for _ in range(rng.randint(3, 6)):
+        year, month = rng.randint(2019, 2026), rng.randint(1, 12)
+        dates.append(
+            datetime.date(year, month, rng.randint(1, calendar.monthrange(year, month)[1])).isoformat()
+        )
+    return (dates,)
+
+
+def date_function_prompts(seed: int = 0) -> list[str]:
+    """Every date filter x change x summary task over ``dates: List[str]``, with 2-3 examples each:
+    the number changes with the number summaries, the date changes with the date summaries."""
+    parts = (_DATE_FILTERS, _DATE_NUMBER_CHANGES, _DATE_CHANGES, _DATE_SUMMARIES)
+    rng = random.Random(seed + 137)
+    return _number_and_item_prompts(rng, *parts, "dates", "List[str]", _dates, iter)
 
 
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
@@ -2725,6 +2802,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "range-functions": range_function_prompts,
     "paren-functions": paren_function_prompts,
     "fraction-functions": fraction_function_prompts,
+    "date-functions": date_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
