@@ -442,6 +442,7 @@ CODE_SOURCES = (
     "paren-functions",
     "fraction-functions",
     "date-functions",
+    "version-functions",
 )
 
 
@@ -720,6 +721,38 @@ def test_date_functions_are_every_combination_with_right_examples_and_disjoint_f
     )
     assert sentence in next(p for p in prompts if "def list_month_firsts_odd_day(dates: List[str])" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("date-functions", prompts)
+
+
+def test_version_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import version_function_prompts
+
+    prompts = version_function_prompts()
+    # 7 filters x (4 number changes x 9 summaries + 4 version changes x 5 summaries), less the counts
+    # of the 3 named version changes (a count is the same whatever the versions become).
+    assert len(prompts) == 7 * (4 * 9 + 4 * 5 - 3) and prompts == version_function_prompts()
+    _assert_one_named_task_each(prompts)
+
+    # The examples are what the docstring says, computed here independently of the source's code
+    # (numbers compared as zero-padded text).
+    def padded(version: str) -> str:
+        return ".".join(part.zfill(2) for part in version.lstrip("v").split("."))
+
+    for (versions,), result in _doctest_examples(prompts, "sum_patches_two_digit"):
+        assert len(set(versions)) == len(versions) and all(v.count(".") == 2 for v in versions)
+        assert result == sum(int(v.split(".")[2]) for v in versions if any(len(p) == 2 for p in v.split(".")))
+    for (versions,), result in _doctest_examples(prompts, "sorted_next_minor_zero_major"):
+        bumped = [f"0.{int(v.split('.')[1]) + 1}.0" for v in versions if v.startswith("0.")]
+        assert result == sorted(bumped, key=padded)
+    for (versions,), result in _doctest_examples(prompts, "newest_tagged_unpatched"):
+        kept = ["v" + v for v in versions if v.endswith(".0")]
+        assert result == (max(kept, key=padded) if kept else None)
+    sentence = (
+        "Return the versions with an even minor number, each with its patch number increased by one joined"
+    )
+    assert sentence in next(
+        p for p in prompts if "def joined_next_patch_even_minor(versions: List[str])" in p
+    )
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("version-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

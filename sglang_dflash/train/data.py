@@ -201,6 +201,15 @@ And a twenty-second:
   date and a summary, the date ones sorted and latest by date
   (``sum_days_of_year_weekend(dates)``), every combination once (371 tasks).
 
+And a twenty-third:
+
+- ``version-functions``: the composed tasks' shape over version strings (``versions: List[str]``,
+  each "MAJOR.MINOR.PATCH", compared number by number as package managers do): a version filter
+  (before 1.0.0, patched, an even minor number, a two-digit number, ...), a change that makes a
+  number (major, minor, patch, their sum) or a version (as is, the next patch, the next minor,
+  tagged with a "v") of each kept version and a summary, the version ones sorted and newest by
+  version (``sum_patches_two_digit(versions)``), every combination once (371 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -1432,6 +1441,77 @@ def date_function_prompts(seed: int = 0) -> list[str]:
     parts = (_DATE_FILTERS, _DATE_NUMBER_CHANGES, _DATE_CHANGES, _DATE_SUMMARIES)
     rng = random.Random(seed + 137)
     return _number_and_item_prompts(rng, *parts, "dates", "List[str]", _dates, iter)
+
+
+def _version_numbers(version: str) -> tuple[int, ...]:
+    """The numbers of a version written ``"1.2.10"`` (or ``"v1.2.10"``), in order: its sort key."""
+    return tuple(int(part) for part in version.removeprefix("v").split("."))
+
+
+def _bumped_version(version: str, position: int) -> str:
+    """``version`` with its number at ``position`` (1: minor, 2: patch) increased by one and the
+    numbers after it set to 0."""
+    numbers = list(_version_numbers(version))
+    numbers[position:] = [numbers[position] + 1] + [0] * (len(numbers) - position - 1)
+    return ".".join(map(str, numbers))
+
+
+# HumanEval-shaped tasks over version strings (``version-functions``: ``versions`` is a list of
+# "MAJOR.MINOR.PATCH" strings, compared number by number as package managers do); a version filter,
+# a change that makes a number (major, minor, patch, their sum) or a version (as is, the next patch,
+# the next minor, tagged with a "v") of each kept version and a summary, composed as the list tasks are.
+# fmt: off
+_VERSION_FILTERS = (  # (name part, noun phrase, keep(version))
+    ("zero_major", "the versions before 1.0.0 (major number 0)", lambda v: _version_numbers(v)[0] == 0),
+    ("patched", "the versions whose patch number is not 0", lambda v: _version_numbers(v)[2] != 0),
+    ("unpatched", "the versions whose patch number is 0", lambda v: _version_numbers(v)[2] == 0),
+    ("even_minor", "the versions with an even minor number", lambda v: _version_numbers(v)[1] % 2 == 0),
+    ("two_digit", "the versions with a number of two digits", lambda v: max(_version_numbers(v)) >= 10),
+    ("major_above_two", "the versions with a major number above 2", lambda v: _version_numbers(v)[0] > 2),
+    ("versions", "all the versions", lambda v: True),
+)
+_VERSION_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, version -> number)
+    ("majors", "the major numbers of {}", lambda v: _version_numbers(v)[0]),
+    ("minors", "the minor numbers of {}", lambda v: _version_numbers(v)[1]),
+    ("patches", "the patch numbers of {}", lambda v: _version_numbers(v)[2]),
+    ("number_sums", "the sums of the three numbers of each of {}", lambda v: sum(_version_numbers(v))),
+)
+_VERSION_CHANGES = (  # (name part, phrase around the filtered noun phrase, version -> version)
+    ("", "{}", lambda v: v),
+    ("next_patch", "{}, each with its patch number increased by one", lambda v: _bumped_version(v, 2)),
+    ("next_minor", "{}, each with its minor number increased by one and its patch number set to 0",
+     lambda v: _bumped_version(v, 1)),
+    ("tagged", "{}, each with a 'v' in front", lambda v: "v" + v),
+)
+_VERSION_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed versions)
+    ("list", "Return a list of {}, in their original order.", "List[str]", list),
+    ("joined", "Return {} joined by commas ('' if there are none).", "str", ",".join),
+    ("sorted", "Return {}, sorted from the oldest to the newest, comparing number by number.", "List[str]",
+     lambda vs: sorted(vs, key=_version_numbers)),
+    ("newest", "Return the newest of {}, comparing number by number, or None if there are none.",
+     "Optional[str]", lambda vs: max(vs, key=_version_numbers, default=None)),
+    ("count", "Return how many of {} there are.", "int", len),
+)
+# fmt: on
+
+
+def _versions(rng: random.Random) -> tuple[list[str]]:
+    """3-6 versions MAJOR.MINOR.PATCH with majors 0-4 and other numbers 0-12, a repeat dropped (so
+    that the newest is one version, whichever of equal ones a solution picks): the version tasks'
+    example argument."""
+    drawn = [
+        f"{rng.randint(0, 4)}.{rng.randint(0, 12)}.{rng.choice((0, 0, rng.randint(1, 12)))}"
+        for _ in range(rng.randint(3, 6))
+    ]
+    return (list(dict.fromkeys(drawn)),)
+
+
+def version_function_prompts(seed: int = 0) -> list[str]:
+    """Every version filter x change x summary task over ``versions: List[str]``, with 2-3 examples
+    each: the number changes with the number summaries, the version changes with the version summaries."""
+    parts = (_VERSION_FILTERS, _VERSION_NUMBER_CHANGES, _VERSION_CHANGES, _VERSION_SUMMARIES)
+    rng = random.Random(seed + 139)
+    return _number_and_item_prompts(rng, *parts, "versions", "List[str]", _versions, iter)
 
 
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
@@ -2803,6 +2883,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "paren-functions": paren_function_prompts,
     "fraction-functions": fraction_function_prompts,
     "date-functions": date_function_prompts,
+    "version-functions": version_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
