@@ -9,6 +9,7 @@ import re
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -418,6 +419,15 @@ def _assert_one_named_task_each(prompts: list[str]) -> None:
     assert len(set(names)) == len(prompts) and all(2 <= p.count(">>> ") <= 3 for p in prompts)
 
 
+def _checked_pool(make: Callable[[], list[str]], count: int) -> list[str]:
+    """``make()``'s prompts, checked to be ``count`` of them, the same on every call and each its own
+    named task with 2-3 examples."""
+    prompts = make()
+    assert len(prompts) == count and prompts == make()
+    _assert_one_named_task_each(prompts)
+    return prompts
+
+
 # The HumanEval-shaped code sources whose tasks must stay disjoint from each other's.
 CODE_SOURCES = (
     "code-completions",
@@ -627,11 +637,9 @@ def _walk_brackets(group: str) -> tuple[int, int]:
 def test_paren_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import paren_function_prompts
 
-    prompts = paren_function_prompts()
     # 7 filters x (4 number changes x 9 summaries + 4 group changes x 5 summaries), less the counts
     # of the 3 named group changes (a count is the same whatever the groups become).
-    assert len(prompts) == 7 * (4 * 9 + 4 * 5 - 3) and prompts == paren_function_prompts()
-    _assert_one_named_task_each(prompts)
+    prompts = _checked_pool(paren_function_prompts, 7 * (4 * 9 + 4 * 5 - 3))
 
     # The examples are what the docstring says, computed here independently of the source's code.
     for (paren_string,), result in _doctest_examples(prompts, "sum_depths_deep_groups"):
@@ -652,11 +660,9 @@ def test_paren_functions_are_every_combination_with_right_examples_and_disjoint_
 def test_fraction_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import fraction_function_prompts
 
-    prompts = fraction_function_prompts()
     # 7 filters x (4 number changes x 9 summaries + 4 fraction changes x 5 summaries), less the counts
     # of the 3 named fraction changes (a count is the same whatever the fractions become).
-    assert len(prompts) == 7 * (4 * 9 + 4 * 5 - 3) and prompts == fraction_function_prompts()
-    _assert_one_named_task_each(prompts)
+    prompts = _checked_pool(fraction_function_prompts, 7 * (4 * 9 + 4 * 5 - 3))
 
     # The examples are what the docstring says, computed here independently of the source's code
     # (cross-multiplied integers instead of fractions.Fraction).
@@ -690,11 +696,9 @@ def test_date_functions_are_every_combination_with_right_examples_and_disjoint_f
 
     from sglang_dflash.train.data import date_function_prompts
 
-    prompts = date_function_prompts()
     # 7 filters x (4 number changes x 9 summaries + 4 date changes x 5 summaries), less the counts
     # of the 3 named date changes (a count is the same whatever the dates become).
-    assert len(prompts) == 7 * (4 * 9 + 4 * 5 - 3) and prompts == date_function_prompts()
-    _assert_one_named_task_each(prompts)
+    prompts = _checked_pool(date_function_prompts, 7 * (4 * 9 + 4 * 5 - 3))
 
     # The examples are what the docstring says, computed here independently of the source's code
     # (the day of the year from a table of month lengths).
@@ -726,11 +730,9 @@ def test_date_functions_are_every_combination_with_right_examples_and_disjoint_f
 def test_version_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import version_function_prompts
 
-    prompts = version_function_prompts()
     # 7 filters x (4 number changes x 9 summaries + 4 version changes x 5 summaries), less the counts
     # of the 3 named version changes (a count is the same whatever the versions become).
-    assert len(prompts) == 7 * (4 * 9 + 4 * 5 - 3) and prompts == version_function_prompts()
-    _assert_one_named_task_each(prompts)
+    prompts = _checked_pool(version_function_prompts, 7 * (4 * 9 + 4 * 5 - 3))
 
     # The examples are what the docstring says, computed here independently of the source's code
     # (numbers compared as zero-padded text).
