@@ -1229,14 +1229,19 @@ def range_function_prompts(seed: int = 0) -> list[str]:
     return _composed_prompts(rng, parts, "n", "int", lambda r: (r.randint(4, 16),), items_of=_numbers_up_to)
 
 
+def _open_brackets(group: str) -> list[int]:
+    """How many brackets of ``group`` are open after each of its characters (``"(())"``: 1, 2, 1, 0)."""
+    return list(itertools.accumulate(1 if c == "(" else -1 for c in group))
+
+
 def _nesting_depth(group: str) -> int:
     """The most brackets of the balanced ``group`` open at once (``"(()())"``: 2)."""
-    return max(itertools.accumulate(1 if c == "(" else -1 for c in group), default=0)
+    return max(_open_brackets(group), default=0)
 
 
 def _top_level_pairs(group: str) -> int:
     """How many pairs of the balanced ``group`` no other pair encloses (``"()(())"``: 2)."""
-    return sum(depth == 0 for depth in itertools.accumulate(1 if c == "(" else -1 for c in group))
+    return _open_brackets(group).count(0)
 
 
 # HumanEval-shaped tasks over groups of brackets (``paren-functions``, HumanEval's
