@@ -782,6 +782,12 @@ _LIST_WORDS = _WORDS + ("level", "noon", "radar", "kayak", "ideas", "owls", "egg
 # fmt: on
 
 
+def _summaries_replacing(summaries: tuple[tuple, ...], *replacements: tuple[str, tuple]) -> tuple[tuple, ...]:
+    """``summaries`` with each (name, summary) of ``replacements`` in place of the summary of that name."""
+    by_name = dict(replacements)
+    return tuple(by_name.get(summary[0], summary) for summary in summaries)
+
+
 def _word_summaries_joined_by(separator: str, separator_name: str) -> tuple[tuple, ...]:
     """The word summaries with their ``joined`` summary joining by ``separator`` instead of spaces."""
     joined = (
@@ -790,7 +796,7 @@ def _word_summaries_joined_by(separator: str, separator_name: str) -> tuple[tupl
         "str",
         separator.join,
     )
-    return tuple(joined if summary[0] == "joined" else summary for summary in _WORD_SUMMARIES)
+    return _summaries_replacing(_WORD_SUMMARIES, ("joined", joined))
 
 
 def _composed_task(
@@ -1273,10 +1279,10 @@ _PAREN_CHANGES = (  # (name part, phrase around the filtered noun phrase, group 
     ("square", "{}, with square brackets [] instead of round ones",
      lambda g: g.replace("(", "[").replace(")", "]")),
 )
-_PAREN_SUMMARIES = tuple(  # the word summaries, sorted by length where those sort alphabetically
-    ("by_length", "Return {} sorted from shortest to longest, equally long ones in their original "
-     "order.", "List[str]", lambda gs: sorted(gs, key=len)) if summary[0] == "alphabetical" else summary
-    for summary in _WORD_SUMMARIES
+_PAREN_SUMMARIES = _summaries_replacing(  # the word summaries, sorted by length, not alphabetically
+    _WORD_SUMMARIES,
+    ("alphabetical", ("by_length", "Return {} sorted from shortest to longest, equally long ones in their "
+     "original order.", "List[str]", lambda gs: sorted(gs, key=len))),
 )
 # fmt: on
 
@@ -1356,14 +1362,12 @@ _FRACTION_CHANGES = (  # (name part, phrase around the filtered noun phrase, fra
     ("doubled", "{}, each with its numerator doubled",
      lambda f: f"{2 * _fraction_parts(f)[0]}/{_fraction_parts(f)[1]}"),
 )
-_FRACTION_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed fractions)
-    ("list", "Return a list of {}, in their original order.", "List[str]", list),
-    ("joined", "Return {} joined by single spaces ('' if there are none).", "str", " ".join),
-    ("by_value", "Return {}, sorted from smallest to largest value, equal ones in their original order.",
-     "List[str]", lambda fs: sorted(fs, key=_fraction_value)),
-    ("largest", "Return the largest of {}; the first one if several are equally large, or None if there "
-     "are none.", "Optional[str]", lambda fs: max(fs, key=_fraction_value, default=None)),
-    ("count", "Return how many of {} there are.", "int", len),
+_FRACTION_SUMMARIES = _summaries_replacing(  # the word summaries, ordered by value
+    _WORD_SUMMARIES,
+    ("alphabetical", ("by_value", "Return {}, sorted from smallest to largest value, equal ones in their "
+     "original order.", "List[str]", lambda fs: sorted(fs, key=_fraction_value))),
+    ("longest", ("largest", "Return the largest of {}; the first one if several are equally large, or "
+     "None if there are none.", "Optional[str]", lambda fs: max(fs, key=_fraction_value, default=None))),
 )
 # fmt: on
 
@@ -1417,14 +1421,12 @@ _DATE_CHANGES = (  # (name part, phrase around the filtered noun phrase, date ->
      lambda d: (_written_date(d) + datetime.timedelta(days=1)).isoformat()),
     ("month_firsts", "the first days of the months of {}, written YYYY-MM-DD", lambda d: d[:8] + "01"),
 )
-_DATE_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed dates)
-    ("list", "Return a list of {}, in their original order.", "List[str]", list),
-    ("joined", "Return {} joined by commas ('' if there are none).", "str", ",".join),
-    ("sorted", "Return {}, sorted from the earliest to the latest.", "List[str]",
-     lambda ds: sorted(ds, key=_written_date)),
-    ("latest", "Return the latest of {}, or None if there are none.", "Optional[str]",
-     lambda ds: max(ds, key=_written_date, default=None)),
-    ("count", "Return how many of {} there are.", "int", len),
+_DATE_SUMMARIES = _summaries_replacing(  # the word summaries joined by commas, ordered by date
+    _word_summaries_joined_by(",", "commas"),
+    ("alphabetical", ("sorted", "Return {}, sorted from the earliest to the latest.", "List[str]",
+     lambda ds: sorted(ds, key=_written_date))),
+    ("longest", ("latest", "Return the latest of {}, or None if there are none.", "Optional[str]",
+     lambda ds: max(ds, key=_written_date, default=None))),
 )
 # fmt: on
 
@@ -1488,14 +1490,12 @@ _VERSION_CHANGES = (  # (name part, phrase around the filtered noun phrase, vers
      lambda v: _bumped_version(v, 1)),
     ("tagged", "{}, each with a 'v' in front", lambda v: "v" + v),
 )
-_VERSION_SUMMARIES = (  # (name part, sentence, return annotation, summary of the changed versions)
-    ("list", "Return a list of {}, in their original order.", "List[str]", list),
-    ("joined", "Return {} joined by commas ('' if there are none).", "str", ",".join),
-    ("sorted", "Return {}, sorted from the oldest to the newest, comparing number by number.", "List[str]",
-     lambda vs: sorted(vs, key=_version_numbers)),
-    ("newest", "Return the newest of {}, comparing number by number, or None if there are none.",
-     "Optional[str]", lambda vs: max(vs, key=_version_numbers, default=None)),
-    ("count", "Return how many of {} there are.", "int", len),
+_VERSION_SUMMARIES = _summaries_replacing(  # the word summaries joined by commas, ordered by version
+    _word_summaries_joined_by(",", "commas"),
+    ("alphabetical", ("sorted", "Return {}, sorted from the oldest to the newest, comparing number by "
+     "number.", "List[str]", lambda vs: sorted(vs, key=_version_numbers))),
+    ("longest", ("newest", "Return the newest of {}, comparing number by number, or None if there are "
+     "none.", "Optional[str]", lambda vs: max(vs, key=_version_numbers, default=None))),
 )
 # fmt: on
 
