@@ -2,6 +2,7 @@
 export -> load -> identical outputs, exact resume, and prompts disjoint from the evaluation sets."""
 
 import ast
+import datetime
 import json
 import math
 import os
@@ -453,6 +454,7 @@ CODE_SOURCES = (
     "fraction-functions",
     "date-functions",
     "version-functions",
+    "time-functions",
 )
 
 
@@ -692,8 +694,6 @@ def test_fraction_functions_are_every_combination_with_right_examples_and_disjoi
 
 
 def test_date_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
-    import datetime
-
     from sglang_dflash.train.data import date_function_prompts
 
     # 7 filters x (4 number changes x 9 summaries + 4 date changes x 5 summaries), less the counts
@@ -755,6 +755,34 @@ def test_version_functions_are_every_combination_with_right_examples_and_disjoin
         p for p in prompts if "def joined_next_patch_even_minor(versions: List[str])" in p
     )
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("version-functions", prompts)
+
+
+def test_time_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import time_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 time changes x 5 summaries), less the counts
+    # of the 3 named time changes (a count is the same whatever the times become).
+    prompts = _checked_pool(time_function_prompts, 7 * (4 * 9 + 4 * 5 - 3))
+
+    # The examples are what the docstring says, computed here independently of the source's code
+    # (through datetime's clock arithmetic).
+    def clock(text: str) -> datetime.datetime:
+        return datetime.datetime.strptime(text, "%I:%M %p" if text.endswith("M") else "%H:%M")
+
+    for (times,), result in _doctest_examples(prompts, "sum_minutes_quarter_hour"):
+        assert len(set(times)) == len(times) and all(re.fullmatch(r"[0-2]\d:[0-5]\d", t) for t in times)
+        assert result == sum(clock(t).minute for t in times if clock(t).minute in (0, 15, 30, 45))
+    for (times,), result in _doctest_examples(prompts, "sorted_quarter_later_evening"):
+        later = [(clock(t) + datetime.timedelta(minutes=15)).strftime("%H:%M") for t in times if t >= "18:00"]
+        assert result == sorted(later)  # zero-padded 24-hour text sorts by the clock
+    for (times,), result in _doctest_examples(prompts, "latest_twelve_hour_morning"):
+        kept = [t for t in times if clock(t).hour < 12]
+        assert result == (clock(max(kept)).strftime("%I:%M %p").lstrip("0") if kept else None)
+    for (times,), result in _doctest_examples(prompts, "list_to_midnight_odd_hour"):
+        assert result == [24 * 60 - clock(t).hour * 60 - clock(t).minute for t in times if clock(t).hour % 2]
+    sentence = "Return a list of the starts of the hours of the times with an odd hour, written HH:00, in"
+    assert sentence in next(p for p in prompts if "def list_hour_starts_odd_hour(times: List[str])" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("time-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

@@ -210,6 +210,15 @@ And a twenty-third:
   tagged with a "v") of each kept version and a summary, the version ones sorted and newest by
   version (``sum_patches_two_digit(versions)``), every combination once (371 tasks).
 
+And a twenty-fourth:
+
+- ``time-functions``: the composed tasks' shape over clock times written as text (``times:
+  List[str]``, each a 24-hour "HH:MM" of one day): a time filter (before noon, the afternoon, on the
+  hour, on a quarter hour, an odd hour, ...), a change that makes a number (hour, minute, minutes
+  since or until midnight) or a time (as is, on a 12-hour clock, a quarter of an hour later, the
+  start of its hour) of each kept time and a summary, the time ones sorted and latest by the clock
+  (``sum_minutes_quarter_hour(times)``), every combination once (371 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -1517,6 +1526,83 @@ def version_function_prompts(seed: int = 0) -> list[str]:
     parts = (_VERSION_FILTERS, _VERSION_NUMBER_CHANGES, _VERSION_CHANGES, _VERSION_SUMMARIES)
     rng = random.Random(seed + 139)
     return _number_and_item_prompts(rng, *parts, "versions", "List[str]", _versions, iter)
+
+
+def _clock_minutes(text: str) -> int:
+    """The minutes since midnight of a clock time written ``"HH:MM"`` (24-hour) or, as the 12-hour
+    change writes it, ``"h:MM AM"`` / ``"h:MM PM"``: the time tasks' sort key."""
+    clock, _, half = text.partition(" ")
+    hour, minute = map(int, clock.split(":"))
+    if half:
+        hour = hour % 12 + (12 if half == "PM" else 0)
+    return hour * 60 + minute
+
+
+def _written_clock_time(minutes: int) -> str:
+    """``minutes`` since midnight as a 24-hour "HH:MM", past midnight starting again at 00:00."""
+    hour, minute = divmod(minutes % (24 * 60), 60)
+    return f"{hour:02d}:{minute:02d}"
+
+
+def _twelve_hour_time(text: str) -> str:
+    """A 24-hour "HH:MM" written on a 12-hour clock, ``"h:MM AM"`` or ``"h:MM PM"`` (00:30 is 12:30 AM)."""
+    hour, minute = divmod(_clock_minutes(text), 60)
+    return f"{hour % 12 or 12}:{minute:02d} {'AM' if hour < 12 else 'PM'}"
+
+
+# HumanEval-shaped tasks over clock times written as text (``time-functions``: ``times`` is a list
+# of 24-hour "HH:MM" times of one day); a time filter, a change that makes a number (hour, minute,
+# minutes since or until midnight) or a time (as is, on a 12-hour clock, a quarter of an hour later,
+# the start of its hour) of each kept time and a summary, composed as the list tasks are.
+# fmt: off
+_TIME_FILTERS = (  # (name part, noun phrase, keep(time))
+    ("morning", "the times before noon", lambda t: _clock_minutes(t) < 12 * 60),
+    ("afternoon", "the times from 12:00 to 17:59", lambda t: 12 * 60 <= _clock_minutes(t) < 18 * 60),
+    ("evening", "the times from 18:00 on", lambda t: _clock_minutes(t) >= 18 * 60),
+    ("on_the_hour", "the times on the hour (minute 00)", lambda t: _clock_minutes(t) % 60 == 0),
+    ("quarter_hour", "the times on a quarter hour (minute 00, 15, 30 or 45)",
+     lambda t: _clock_minutes(t) % 15 == 0),
+    ("odd_hour", "the times with an odd hour", lambda t: _clock_minutes(t) // 60 % 2 == 1),
+    ("times", "all the times", lambda t: True),
+)
+_TIME_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, time -> number)
+    ("hours", "the hours (0 to 23) of {}", lambda t: _clock_minutes(t) // 60),
+    ("minutes", "the minutes past the hour of {}", lambda t: _clock_minutes(t) % 60),
+    ("since_midnight", "the minutes since midnight of {}", _clock_minutes),
+    ("to_midnight", "the minutes from each of {} until midnight", lambda t: 24 * 60 - _clock_minutes(t)),
+)
+_TIME_CHANGES = (  # (name part, phrase around the filtered noun phrase, time -> time)
+    ("", "{}", lambda t: t),
+    ("twelve_hour", "{}, each written on a 12-hour clock as 'h:MM AM' or 'h:MM PM'", _twelve_hour_time),
+    ("quarter_later", "the times a quarter of an hour after each of {}, written HH:MM (past midnight "
+     "the clock starts again at 00:00)", lambda t: _written_clock_time(_clock_minutes(t) + 15)),
+    ("hour_starts", "the starts of the hours of {}, written HH:00", lambda t: t[:3] + "00"),
+)
+_TIME_SUMMARIES = _summaries_replacing(  # the word summaries joined by commas, ordered by the clock
+    _word_summaries_joined_by(",", "commas"),
+    ("alphabetical", ("sorted", "Return {}, sorted from the earliest to the latest in the day.",
+     "List[str]", lambda ts: sorted(ts, key=_clock_minutes))),
+    ("longest", ("latest", "Return the latest in the day of {}, or None if there are none.",
+     "Optional[str]", lambda ts: max(ts, key=_clock_minutes, default=None))),
+)
+# fmt: on
+
+
+def _clock_times(rng: random.Random) -> tuple[list[str]]:
+    """3-6 distinct 24-hour times "HH:MM", about half on a quarter hour: the time tasks' example argument."""
+    drawn = [
+        _written_clock_time(rng.randint(0, 23) * 60 + rng.choice((0, 15, 30, 45, rng.randint(0, 59))))
+        for _ in range(rng.randint(3, 6))
+    ]
+    return (list(dict.fromkeys(drawn)),)
+
+
+def time_function_prompts(seed: int = 0) -> list[str]:
+    """Every time filter x change x summary task over ``times: List[str]``, with 2-3 examples each:
+    the number changes with the number summaries, the time changes with the time summaries."""
+    parts = (_TIME_FILTERS, _TIME_NUMBER_CHANGES, _TIME_CHANGES, _TIME_SUMMARIES)
+    rng = random.Random(seed + 149)
+    return _number_and_item_prompts(rng, *parts, "times", "List[str]", _clock_times, iter)
 
 
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
@@ -2889,6 +2975,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "fraction-functions": fraction_function_prompts,
     "date-functions": date_function_prompts,
     "version-functions": version_function_prompts,
+    "time-functions": time_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
