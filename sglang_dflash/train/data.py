@@ -219,6 +219,12 @@ And a twenty-fourth:
   start of its hour) of each kept time and a summary, the time ones sorted and latest by the clock
   (``sum_minutes_quarter_hour(times)``), every combination once (371 tasks).
 
+And an eleventh story source:
+
+- ``portion-problems``: GSM8K-shaped stories from 40 further templates of parts of a whole:
+  fractions and percents of a group, an amount or a time, then a part of what is left ("a third
+  of the rest").
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -2935,6 +2941,101 @@ def schedule_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_SCHEDULE_STORY_TEMPLATES, count, seed + 59)
 
 
+# Parts of a whole (``portion-problems``): fractions and percents of a group, an amount or a time,
+# then a part of what is left (GSM8K's "a third of the rest" chains); every slot is filled by
+# :func:`_story_values`.
+# fmt: off
+_PORTION_STORY_TEMPLATES = (
+    "A class has {x} students. {pct}% of them walk to school, a third of the rest ride bikes, and the "
+    "others come by bus. How many students come by bus?",
+    "{a} picked {x}0 strawberries. {a} ate a fifth of them, gave half of what remained to {b} and used "
+    "{y} in a smoothie. How many strawberries are left?",
+    "A farm has {x}0 animals. Two fifths of them are chickens, a quarter of the others are goats, and "
+    "the rest are cows. How many cows are on the farm?",
+    "Of the {x}0 people at a concert, {pct}% bought a T-shirt at ${p} each. How much money did the "
+    "T-shirt stand take in?",
+    "{a} spends a quarter of a ${x}0 allowance on lunch, a third of what is left on bus fares and saves "
+    "the rest. How much does {a} save?",
+    "A jar holds {x}0 marbles. {pct}% of them are red, and half of the others are blue. The rest are "
+    "green. How many green marbles are in the jar?",
+    "{a} orders a {slices}-slice pizza and eats {q} slices, then {b} eats half of what is left. What "
+    "fraction of the pizza is left over?",
+    "A school library has {x}00 books. {pct}% of them are fiction, and one in every {z} of the other "
+    "books is about science. How many science books does the library have?",
+    "{a} has read {y} chapters of a book and has {p} chapters still to read. What fraction of the "
+    "chapters has {a} read, and what percent is that?",
+    "In a survey of {x}0 people, {pct}% said they prefer tea to coffee. Half of the tea drinkers take "
+    "it with milk. How many people in the survey drink tea with milk?",
+    "{a} earns ${x}00 a month and pays {pct}% of it in rent. A fifth of what is left goes on food. How "
+    "much does {a} have after rent and food?",
+    "A bakery made {x}0 cookies. It sold three quarters of them in the morning and {y} more in the "
+    "afternoon. What percent of the cookies were not sold?",
+    "{a}'s garden has {z} rows of {x} plants. One row in every {z} is tomatoes and each tomato plant "
+    "gives {y} tomatoes. How many tomatoes does the garden give?",
+    "A team won {pct}% of its {x}0 games this season and lost {y} games. The rest ended in a tie. How "
+    "many games were ties?",
+    "{a} has ${x}0. {a} gives {b} a fifth of it and {c} a quarter of what remains. How much money "
+    "does {a} keep?",
+    "A water tank is two thirds full and holds {x}0 liters right now. How many liters does the full "
+    "tank hold, and how many more liters fit in it?",
+    "{a} spent {h} hours at the fair and was on rides for {pct}% of that time. For how many minutes "
+    "was {a} not on a ride?",
+    "At a party there are {x}0 guests. Half of them are children, and {y} of the adults are teachers. "
+    "What fraction of all the guests are teachers?",
+    "A recipe makes {y} dozen rolls. {a} bakes three quarters of the recipe and gives away a third of "
+    "the rolls. How many rolls does {a} keep?",
+    "Of the {x} emails {a} got today, {pct}% were ads and a third of the rest were from work. How many "
+    "emails were neither ads nor from work?",
+    "A farmer plants wheat on {pct}% of a {x}0-acre field and corn on half of the rest. The remaining "
+    "land is left empty. How many acres are empty?",
+    "{a} got {pct}% of {x} quiz questions right on the first try and half of the missed ones on the "
+    "second try. How many questions did {a} never get right?",
+    "A box of {x}0 chocolates is shared: {a} takes a quarter, {b} takes a third of what is left, and "
+    "{c} takes {y}. How many chocolates are still in the box?",
+    "A store has {x}0 shirts. {pct}% of them sell in a sale, and a fifth of the unsold shirts go back "
+    "to the factory. How many shirts does the store still have?",
+    "{a} has walked {z} kilometers, which is two fifths of the trail. How long is the whole trail, and "
+    "how far is it to the end?",
+    "Of the {x}0 seeds that {a} planted, {pct}% sprouted, and birds ate {y} of the sprouts. How many "
+    "young plants are left?",
+    "A bus has {x} passengers. At the first stop a third of them get off and {y} get on. At the second "
+    "stop half of the passengers get off. How many passengers are still on the bus?",
+    "{a} has a {x}0-meter roll of ribbon, uses {pct}% of it for gifts and cuts the rest into {z} equal "
+    "pieces. How long is each piece?",
+    "In a crate of {x}0 light bulbs one in every {w} is broken. {a} replaces the broken ones with new "
+    "bulbs that cost ${q} each. How much does {a} spend?",
+    "A choir has {x} members. {pct}% of them are sopranos and a quarter of the others are altos. The "
+    "rest sing tenor or bass, split evenly. How many members sing bass?",
+    "{a} baked {y} trays of {x} muffins. The family ate a sixth of them, and {a} sold the rest for ${q} "
+    "each. How much money did {a} make?",
+    "A town has {x}00 households. {pct}% of them have a dog, and a fifth of the dog owners also have a "
+    "cat. How many households have both a dog and a cat?",
+    "{a}'s phone battery is at {pct}%. Watching videos uses {y}% of the battery every {m} minutes. How "
+    "many minutes of video can {a} watch before the battery runs out?",
+    "A parking lot has {x}0 spaces and {pct}% of them are taken in the morning. At noon a quarter of "
+    "the parked cars leave and {y} new cars arrive. How many spaces are free at noon?",
+    "{a} and {b} share ${x}0 so that {a} gets two thirds of it. {a} then spends half of that share. "
+    "How much more money does {b} have than {a} now?",
+    "A hotel has {x}0 rooms. On Friday {pct}% of them are booked, and on Saturday {y} more rooms are "
+    "booked. What percent of the rooms are booked on Saturday?",
+    "{a} is {pct}% of the way through a {h}-hour drive. How many hours and minutes of driving are "
+    "left?",
+    "A fruit stand has {x}0 pieces of fruit: a third are apples, a quarter are pears and the rest are "
+    "plums. {a} buys half of the plums. How many plums are left on the stand?",
+    "{a} poured {y}00 milliliters of juice, drank {pct}% of it and shared the rest equally among {z} "
+    "cups. How much juice is in each cup?",
+    "A museum had {x}00 visitors on Sunday. {pct}% of them were children, and a tenth of the adults "
+    "had free tickets. Adult tickets cost ${p}. How much did the museum take in from adult tickets?",
+)
+# fmt: on
+
+
+def portion_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of parts of a whole (fractions and percents of a group, an amount or a
+    time, then a part of what is left), from ``_PORTION_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_PORTION_STORY_TEMPLATES, count, seed + 61)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -2976,6 +3077,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "date-functions": date_function_prompts,
     "version-functions": version_function_prompts,
     "time-functions": time_function_prompts,
+    "portion-problems": lambda seed: portion_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
