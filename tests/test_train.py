@@ -455,6 +455,7 @@ CODE_SOURCES = (
     "date-functions",
     "version-functions",
     "time-functions",
+    "money-functions",
 )
 
 
@@ -783,6 +784,37 @@ def test_time_functions_are_every_combination_with_right_examples_and_disjoint_f
     sentence = "Return a list of the starts of the hours of the times with an odd hour, written HH:00, in"
     assert sentence in next(p for p in prompts if "def list_hour_starts_odd_hour(times: List[str])" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("time-functions", prompts)
+
+
+def test_money_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
+
+    from sglang_dflash.train.data import money_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 amount changes x 5 summaries), less the counts
+    # of the 3 named amount changes (a count is the same whatever the amounts become).
+    prompts = _checked_pool(money_function_prompts, 7 * (4 * 9 + 4 * 5 - 3))
+
+    # The examples are what the docstring says, computed here independently of the source's code
+    # (through Decimal's arithmetic on the dollars).
+    def value(amount: str) -> Decimal:
+        return Decimal(amount.lstrip("$"))
+
+    for (amounts,), result in _doctest_examples(prompts, "sum_cents_ending_99"):
+        assert len(set(amounts)) == len(amounts) and all(re.fullmatch(r"\$\d+\.\d\d", a) for a in amounts)
+        assert result == sum(int(value(a) * 100) for a in amounts if a.endswith(".99"))
+    for (amounts,), result in _doctest_examples(prompts, "sorted_taxed_over_fifty"):
+        taxed = [(value(a) * Decimal("1.1")).quantize(Decimal("0.01"), rounding=ROUND_DOWN) for a in amounts]
+        assert result == [f"${v}" for v in sorted(t for t, a in zip(taxed, amounts) if value(a) > 50)]
+    for (amounts,), result in _doctest_examples(prompts, "list_rounded_with_cents"):
+        kept = [value(a) for a in amounts if not a.endswith(".00")]
+        assert result == [int(v.quantize(Decimal("1"), rounding=ROUND_HALF_UP)) for v in kept]
+    for (amounts,), result in _doctest_examples(prompts, "largest_dollar_off_under_ten"):
+        kept = [max(value(a) - 1, Decimal("0.00")) for a in amounts if value(a) < 10]
+        assert result == (f"${max(kept)}" if kept else None)
+    sentence = "Return the amounts of whole dollars (no cents), each doubled joined by commas ('' if there"
+    assert sentence in next(p for p in prompts if "def joined_doubled_whole_dollars(amounts: List[str])" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("money-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

@@ -225,6 +225,15 @@ And an eleventh story source:
   fractions and percents of a group, an amount or a time, then a part of what is left ("a third
   of the rest").
 
+And a twenty-fifth code source:
+
+- ``money-functions``: the composed tasks' shape over amounts of money written as text
+  (``amounts: List[str]``, each "$D.CC"): an amount filter (under $10, over $50, whole dollars,
+  ending in .99, ...), a change that makes a number (cents, whole dollars, the cents past them,
+  rounded dollars) or an amount (as is, doubled, with 10% added, a dollar off) of each kept amount
+  and a summary, the amount ones sorted and largest by value (``sum_cents_ending_99(amounts)``),
+  every combination once (371 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -1609,6 +1618,77 @@ def time_function_prompts(seed: int = 0) -> list[str]:
     parts = (_TIME_FILTERS, _TIME_NUMBER_CHANGES, _TIME_CHANGES, _TIME_SUMMARIES)
     rng = random.Random(seed + 149)
     return _number_and_item_prompts(rng, *parts, "times", "List[str]", _clock_times, iter)
+
+
+def _cents(amount: str) -> int:
+    """The cents of an amount of money written ``"$12.50"``: the money tasks' sort key."""
+    dollars, cents = amount.removeprefix("$").split(".")
+    return int(dollars) * 100 + int(cents)
+
+
+def _written_amount(cents: int) -> str:
+    """``cents`` written as an amount of money, ``"$D.CC"`` (1250 -> "$12.50")."""
+    return f"${cents // 100}.{cents % 100:02d}"
+
+
+# HumanEval-shaped tasks over amounts of money written as text (``money-functions``: ``amounts`` is
+# a list of "$D.CC" strings); an amount filter, a change that makes a number (cents, whole dollars,
+# the cents past the dollar, rounded dollars) or an amount (as is, doubled, with 10% added, a dollar
+# off) of each kept amount and a summary, composed as the list tasks are.
+# fmt: off
+_MONEY_FILTERS = (  # (name part, noun phrase, keep(amount))
+    ("under_ten", "the amounts under $10.00", lambda a: _cents(a) < 1000),
+    ("over_fifty", "the amounts over $50.00", lambda a: _cents(a) > 5000),
+    ("whole_dollars", "the amounts of whole dollars (no cents)", lambda a: _cents(a) % 100 == 0),
+    ("with_cents", "the amounts that are not whole dollars", lambda a: _cents(a) % 100 != 0),
+    ("ending_99", "the amounts that end in .99", lambda a: _cents(a) % 100 == 99),
+    ("even_dollars", "the amounts with an even number of whole dollars", lambda a: _cents(a) // 100 % 2 == 0),
+    ("amounts", "all the amounts", lambda a: True),
+)
+_MONEY_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, amount -> number)
+    ("cents", "the values in cents of {}", _cents),
+    ("dollars", "the whole dollars of {}", lambda a: _cents(a) // 100),
+    ("cent_parts", "the cents past the whole dollars of {}", lambda a: _cents(a) % 100),
+    ("rounded", "the nearest whole dollars to {} (50 cents rounds up)", lambda a: (_cents(a) + 50) // 100),
+)
+_MONEY_CHANGES = (  # (name part, phrase around the filtered noun phrase, amount -> amount)
+    ("", "{}", lambda a: a),
+    ("doubled", "{}, each doubled", lambda a: _written_amount(2 * _cents(a))),
+    ("taxed", "{}, each with 10% added (rounded down to the cent)",
+     lambda a: _written_amount(_cents(a) * 11 // 10)),
+    ("dollar_off", "{}, each a dollar less (but not below $0.00)",
+     lambda a: _written_amount(max(0, _cents(a) - 100))),
+)
+_MONEY_SUMMARIES = _summaries_replacing(  # the word summaries joined by commas, ordered by value
+    _word_summaries_joined_by(",", "commas"),
+    ("alphabetical", ("sorted", "Return {}, sorted from the smallest to the largest amount.", "List[str]",
+     lambda amounts: sorted(amounts, key=_cents))),
+    ("longest", ("largest", "Return the largest of {}, or None if there are none.", "Optional[str]",
+     lambda amounts: max(amounts, key=_cents, default=None))),
+)
+# fmt: on
+
+
+def _amounts(rng: random.Random) -> tuple[list[str]]:
+    """3-6 distinct amounts "$D.CC" from $0 to $120, a third each under $10, from $10 to $49 and
+    from $50 on, a quarter each whole dollars, ending in .99 and in .50: the money tasks' example
+    argument."""
+    drawn = [
+        _written_amount(
+            rng.choice((rng.randint(0, 9), rng.randint(10, 49), rng.randint(50, 120))) * 100
+            + rng.choice((0, 99, 50, rng.randint(1, 98)))
+        )
+        for _ in range(rng.randint(3, 6))
+    ]
+    return (list(dict.fromkeys(drawn)),)
+
+
+def money_function_prompts(seed: int = 0) -> list[str]:
+    """Every money filter x change x summary task over ``amounts: List[str]``, with 2-3 examples
+    each: the number changes with the number summaries, the amount changes with the amount summaries."""
+    parts = (_MONEY_FILTERS, _MONEY_NUMBER_CHANGES, _MONEY_CHANGES, _MONEY_SUMMARIES)
+    rng = random.Random(seed + 151)
+    return _number_and_item_prompts(rng, *parts, "amounts", "List[str]", _amounts, iter)
 
 
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
@@ -3078,6 +3158,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "version-functions": version_function_prompts,
     "time-functions": time_function_prompts,
     "portion-problems": lambda seed: portion_problems(1000, seed),
+    "money-functions": money_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
