@@ -456,6 +456,7 @@ CODE_SOURCES = (
     "version-functions",
     "time-functions",
     "money-functions",
+    "path-functions",
 )
 
 
@@ -815,6 +816,42 @@ def test_money_functions_are_every_combination_with_right_examples_and_disjoint_
     sentence = "Return the amounts of whole dollars (no cents), each doubled joined by commas ('' if there"
     assert sentence in next(p for p in prompts if "def joined_doubled_whole_dollars(amounts: List[str])" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("money-functions", prompts)
+
+
+def test_path_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from pathlib import PurePosixPath
+
+    from sglang_dflash.train.data import path_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 path changes x 5 summaries), less the counts
+    # of the 3 named path changes (a count is the same whatever the paths become).
+    prompts = _checked_pool(path_function_prompts, 7 * (4 * 9 + 4 * 5 - 3))
+
+    # The examples are what the docstring says, computed here independently of the source's code
+    # (through pathlib's pure paths: parts, name, parent, suffix).
+    def parent(path: str) -> str:
+        return "" if "/" not in path else str(PurePosixPath(path).parent)
+
+    for (paths,), result in _doctest_examples(prompts, "sum_depths_python"):
+        assert len(set(paths)) == len(paths) and not any(p.startswith("/") or p.endswith("/") for p in paths)
+        assert result == sum(
+            len(PurePosixPath(p).parts) - 1 for p in paths if PurePosixPath(p).suffix == ".py"
+        )
+    for (paths,), result in _doctest_examples(prompts, "list_extension_lengths_in_src"):
+        assert result == [len(PurePosixPath(p).suffix) for p in paths if PurePosixPath(p).parts[0] == "src"]
+    for (paths,), result in _doctest_examples(prompts, "longest_directories_nested"):
+        kept = [parent(p) for p in paths if len(PurePosixPath(p).parts) >= 3]
+        assert result == (max(kept, key=len) if kept else None)
+    for (paths,), result in _doctest_examples(prompts, "list_stems_no_extension"):
+        kept = [PurePosixPath(p) for p in paths if not PurePosixPath(p).suffix]
+        assert result == [str(p.with_suffix("")) for p in kept]
+    for (paths,), result in _doctest_examples(prompts, "joined_names_hidden"):
+        assert result == ",".join(
+            PurePosixPath(p).name for p in paths if PurePosixPath(p).name.startswith(".")
+        )
+    sentence = "Return the paths under the src directory, each without its extension sorted alphabetically."
+    assert sentence in next(p for p in prompts if "def alphabetical_stems_in_src(paths: List[str])" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("path-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

@@ -234,6 +234,16 @@ And a twenty-fifth code source:
   and a summary, the amount ones sorted and largest by value (``sum_cents_ending_99(amounts)``),
   every combination once (371 tasks).
 
+And a twenty-sixth:
+
+- ``path-functions``: the composed tasks' shape over file paths (HumanEval's ``file_name_check``
+  shape: ``paths: List[str]``, each a relative POSIX path "dir/sub/name.ext"): a path filter
+  (Python files, hidden files, at the top level, two or more directories deep, under src, without
+  an extension, ...), a change that makes a number (directories deep, the lengths of the file name,
+  the path and the extension) or a path (as is, its file name, its directory, without its
+  extension) of each kept path and a summary (``sum_depths_python(paths)``), every combination
+  once (371 tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -250,6 +260,7 @@ import itertools
 import json
 import math
 import os
+import posixpath
 import random
 import re
 import textwrap
@@ -1689,6 +1700,68 @@ def money_function_prompts(seed: int = 0) -> list[str]:
     parts = (_MONEY_FILTERS, _MONEY_NUMBER_CHANGES, _MONEY_CHANGES, _MONEY_SUMMARIES)
     rng = random.Random(seed + 151)
     return _number_and_item_prompts(rng, *parts, "amounts", "List[str]", _amounts, iter)
+
+
+# HumanEval-shaped tasks over file paths (``path-functions``, HumanEval's ``file_name_check`` shape:
+# ``paths`` is a list of relative POSIX paths "dir/sub/name.ext"); a path filter, a change that makes a
+# number (directories deep, the lengths of the name, the path and the extension) or a path (as is,
+# its file name, its directory, without its extension) of each kept path and a summary, composed as
+# the list tasks are (``posixpath`` says what a name, a directory and an extension are).
+# fmt: off
+_PATH_FILTERS = (  # (name part, noun phrase, keep(path))
+    ("python", "the paths of Python files (ending in .py)", lambda p: p.endswith(".py")),
+    ("hidden", "the paths of hidden files (a file name that starts with a dot)",
+     lambda p: posixpath.basename(p).startswith(".")),
+    ("top_level", "the paths of files at the top level (no directory)", lambda p: "/" not in p),
+    ("nested", "the paths two or more directories deep", lambda p: p.count("/") >= 2),
+    ("in_src", "the paths under the src directory", lambda p: p.startswith("src/")),
+    ("no_extension", "the paths of files without an extension", lambda p: posixpath.splitext(p)[1] == ""),
+    ("paths", "all the paths", lambda p: True),
+)
+_PATH_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, path -> number)
+    ("depths", "the numbers of directories in {}", lambda p: p.count("/")),
+    ("name_lengths", "the lengths of the file names of {}", lambda p: len(posixpath.basename(p))),
+    ("lengths", "the lengths of {}", len),
+    ("extension_lengths", "the lengths of the extensions (with the dot, 0 for none) of {}",
+     lambda p: len(posixpath.splitext(p)[1])),
+)
+_PATH_CHANGES = (  # (name part, phrase around the filtered noun phrase, path -> path)
+    ("", "{}", lambda p: p),
+    ("names", "the file names of {}", posixpath.basename),
+    ("directories", "the directories of {} ('' for a file at the top level)", posixpath.dirname),
+    ("stems", "{}, each without its extension", lambda p: posixpath.splitext(p)[0]),
+)
+# fmt: on
+_PATH_TOP_DIRECTORIES = ("src", "src", "src", "docs", "tests", "data", "lib")
+_PATH_DIRECTORIES = ("src", "docs", "tests", "data", "lib", "build", "assets", "notes", "utils")
+_PATH_NAMES = ("main", "utils", "README", "config", "report", "index", "setup", "logo", "notes", "app")
+_PATH_EXTENSIONS = (".py", ".py", ".txt", ".md", ".json", ".csv", ".png", "")
+_HIDDEN_FILE_NAMES = (".env", ".gitignore", ".bashrc", ".config.json")
+
+
+def _paths(rng: random.Random) -> tuple[list[str]]:
+    """3-6 distinct relative paths of 0-3 directories (the first one src three times in seven) and
+    a file name, about one in eight hidden: the path tasks' example argument."""
+    drawn = []
+    for _ in range(rng.randint(3, 6)):
+        depth = rng.choice((0, 1, 1, 2, 2, 3))
+        top = [rng.choice(_PATH_TOP_DIRECTORIES)] if depth else []
+        directories = top + [rng.choice(_PATH_DIRECTORIES) for _ in range(depth - 1)]
+        if rng.random() < 0.125:
+            name = rng.choice(_HIDDEN_FILE_NAMES)
+        else:
+            name = rng.choice(_PATH_NAMES) + rng.choice(_PATH_EXTENSIONS)
+        drawn.append("/".join((*directories, name)))
+    return (list(dict.fromkeys(drawn)),)
+
+
+def path_function_prompts(seed: int = 0) -> list[str]:
+    """Every path filter x change x summary task over ``paths: List[str]``, with 2-3 examples each:
+    the number changes with the number summaries, the path changes with the word summaries (joined
+    by commas)."""
+    parts = (_PATH_FILTERS, _PATH_NUMBER_CHANGES, _PATH_CHANGES, _word_summaries_joined_by(",", "commas"))
+    rng = random.Random(seed + 157)
+    return _number_and_item_prompts(rng, *parts, "paths", "List[str]", _paths, iter)
 
 
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
@@ -3159,6 +3232,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "time-functions": time_function_prompts,
     "portion-problems": lambda seed: portion_problems(1000, seed),
     "money-functions": money_function_prompts,
+    "path-functions": path_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
