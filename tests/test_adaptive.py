@@ -225,6 +225,14 @@ def test_no_config_is_the_defaults():
     assert AdaptiveConfig.from_flag(None) == AdaptiveConfig()
 
 
+def test_null_widths_are_the_default_widths_and_the_whole_block():
+    """``{"widths": null}`` reads as no widths given: the defaults and the whole block."""
+    config = AdaptiveConfig.from_flag('{"widths": null}')
+    assert config == AdaptiveConfig()
+    assert config.for_block_size(16).widths == (1, 4, 8, 16)
+    assert config.for_block_size(10).widths == (1, 4, 8, 10)
+
+
 def test_an_inline_json_object_is_read_as_the_config():
     """The flag takes a JSON object as well as a file path (a value starting with ``{``)."""
     value = ' \n {"widths": [1, 8], "explore_every": 16}'
