@@ -1615,7 +1615,8 @@ _TIME_SUMMARIES = _summaries_replacing(  # the word summaries joined by commas, 
 
 
 def _clock_times(rng: random.Random) -> tuple[list[str]]:
-    """3-6 distinct 24-hour times "HH:MM", about half on a quarter hour: the time tasks' example argument."""
+    """3-6 distinct 24-hour times "HH:MM", more than four in five on a quarter hour: the time tasks'
+    example argument."""
     drawn = [
         _written_clock_time(rng.randint(0, 23) * 60 + rng.choice((0, 15, 30, 45, rng.randint(0, 59))))
         for _ in range(rng.randint(3, 6))
