@@ -834,6 +834,27 @@ def _word_summaries_joined_by(separator: str, separator_name: str) -> tuple[tupl
     return _summaries_replacing(_WORD_SUMMARIES, ("joined", joined))
 
 
+def _comma_summaries_ordered_by(
+    key: Callable[[str], object], sorted_sentence: str, greatest: tuple[str, str]
+) -> tuple[tuple, ...]:
+    """The word summaries joined by commas, their alphabetical and longest ones replaced by ones that
+    order by ``key``: ``sorted`` (``sorted_sentence``) and ``greatest`` (its name part and sentence:
+    the item greatest by ``key``, or None)."""
+    greatest_name, greatest_sentence = greatest
+    sorted_summary = ("sorted", sorted_sentence, "List[str]", lambda items: sorted(items, key=key))
+    greatest_summary = (
+        greatest_name,
+        greatest_sentence,
+        "Optional[str]",
+        lambda items: max(items, key=key, default=None),
+    )
+    return _summaries_replacing(
+        _word_summaries_joined_by(",", "commas"),
+        ("alphabetical", sorted_summary),
+        ("longest", greatest_summary),
+    )
+
+
 def _composed_task(
     filter_: tuple,
     change: tuple,
@@ -1456,12 +1477,9 @@ _DATE_CHANGES = (  # (name part, phrase around the filtered noun phrase, date ->
      lambda d: (_written_date(d) + datetime.timedelta(days=1)).isoformat()),
     ("month_firsts", "the first days of the months of {}, written YYYY-MM-DD", lambda d: d[:8] + "01"),
 )
-_DATE_SUMMARIES = _summaries_replacing(  # the word summaries joined by commas, ordered by date
-    _word_summaries_joined_by(",", "commas"),
-    ("alphabetical", ("sorted", "Return {}, sorted from the earliest to the latest.", "List[str]",
-     lambda ds: sorted(ds, key=_written_date))),
-    ("longest", ("latest", "Return the latest of {}, or None if there are none.", "Optional[str]",
-     lambda ds: max(ds, key=_written_date, default=None))),
+_DATE_SUMMARIES = _comma_summaries_ordered_by(
+    _written_date, "Return {}, sorted from the earliest to the latest.",
+    ("latest", "Return the latest of {}, or None if there are none."),
 )
 # fmt: on
 
@@ -1525,12 +1543,9 @@ _VERSION_CHANGES = (  # (name part, phrase around the filtered noun phrase, vers
      lambda v: _bumped_version(v, 1)),
     ("tagged", "{}, each with a 'v' in front", lambda v: "v" + v),
 )
-_VERSION_SUMMARIES = _summaries_replacing(  # the word summaries joined by commas, ordered by version
-    _word_summaries_joined_by(",", "commas"),
-    ("alphabetical", ("sorted", "Return {}, sorted from the oldest to the newest, comparing number by "
-     "number.", "List[str]", lambda vs: sorted(vs, key=_version_numbers))),
-    ("longest", ("newest", "Return the newest of {}, comparing number by number, or None if there are "
-     "none.", "Optional[str]", lambda vs: max(vs, key=_version_numbers, default=None))),
+_VERSION_SUMMARIES = _comma_summaries_ordered_by(
+    _version_numbers, "Return {}, sorted from the oldest to the newest, comparing number by number.",
+    ("newest", "Return the newest of {}, comparing number by number, or None if there are none."),
 )
 # fmt: on
 
@@ -1604,12 +1619,9 @@ _TIME_CHANGES = (  # (name part, phrase around the filtered noun phrase, time ->
      "the clock starts again at 00:00)", lambda t: _written_clock_time(_clock_minutes(t) + 15)),
     ("hour_starts", "the starts of the hours of {}, written HH:00", lambda t: t[:3] + "00"),
 )
-_TIME_SUMMARIES = _summaries_replacing(  # the word summaries joined by commas, ordered by the clock
-    _word_summaries_joined_by(",", "commas"),
-    ("alphabetical", ("sorted", "Return {}, sorted from the earliest to the latest in the day.",
-     "List[str]", lambda ts: sorted(ts, key=_clock_minutes))),
-    ("longest", ("latest", "Return the latest in the day of {}, or None if there are none.",
-     "Optional[str]", lambda ts: max(ts, key=_clock_minutes, default=None))),
+_TIME_SUMMARIES = _comma_summaries_ordered_by(
+    _clock_minutes, "Return {}, sorted from the earliest to the latest in the day.",
+    ("latest", "Return the latest in the day of {}, or None if there are none."),
 )
 # fmt: on
 
@@ -1671,12 +1683,9 @@ _MONEY_CHANGES = (  # (name part, phrase around the filtered noun phrase, amount
     ("dollar_off", "{}, each a dollar less (but not below $0.00)",
      lambda a: _written_amount(max(0, _cents(a) - 100))),
 )
-_MONEY_SUMMARIES = _summaries_replacing(  # the word summaries joined by commas, ordered by value
-    _word_summaries_joined_by(",", "commas"),
-    ("alphabetical", ("sorted", "Return {}, sorted from the smallest to the largest amount.", "List[str]",
-     lambda amounts: sorted(amounts, key=_cents))),
-    ("longest", ("largest", "Return the largest of {}, or None if there are none.", "Optional[str]",
-     lambda amounts: max(amounts, key=_cents, default=None))),
+_MONEY_SUMMARIES = _comma_summaries_ordered_by(
+    _cents, "Return {}, sorted from the smallest to the largest amount.",
+    ("largest", "Return the largest of {}, or None if there are none."),
 )
 # fmt: on
 
