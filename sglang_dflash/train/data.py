@@ -855,6 +855,12 @@ def _comma_summaries_ordered_by(
     )
 
 
+def _distinct_texts(rng: random.Random, draw: Callable[[random.Random], str]) -> tuple[list[str]]:
+    """3-6 texts from ``draw``, a repeat dropped (so that a greatest one is one text, whichever of
+    equal ones a solution picks): the whole argument tuple of the text-list tasks' examples."""
+    return (list(dict.fromkeys(draw(rng) for _ in range(rng.randint(3, 6)))),)
+
+
 def _composed_task(
     filter_: tuple,
     change: tuple,
@@ -1550,15 +1556,10 @@ _VERSION_SUMMARIES = _comma_summaries_ordered_by(
 # fmt: on
 
 
-def _versions(rng: random.Random) -> tuple[list[str]]:
-    """3-6 versions MAJOR.MINOR.PATCH with majors 0-4 and other numbers 0-12, a repeat dropped (so
-    that the newest is one version, whichever of equal ones a solution picks): the version tasks'
-    example argument."""
-    drawn = [
-        f"{rng.randint(0, 4)}.{rng.randint(0, 12)}.{rng.choice((0, 0, rng.randint(1, 12)))}"
-        for _ in range(rng.randint(3, 6))
-    ]
-    return (list(dict.fromkeys(drawn)),)
+def _version(rng: random.Random) -> str:
+    """A version MAJOR.MINOR.PATCH with a major 0-4 and other numbers 0-12 (the patch 0 more often
+    than not): an item of the version tasks' examples (:func:`_distinct_texts`)."""
+    return f"{rng.randint(0, 4)}.{rng.randint(0, 12)}.{rng.choice((0, 0, rng.randint(1, 12)))}"
 
 
 def version_function_prompts(seed: int = 0) -> list[str]:
@@ -1566,7 +1567,9 @@ def version_function_prompts(seed: int = 0) -> list[str]:
     each: the number changes with the number summaries, the version changes with the version summaries."""
     parts = (_VERSION_FILTERS, _VERSION_NUMBER_CHANGES, _VERSION_CHANGES, _VERSION_SUMMARIES)
     rng = random.Random(seed + 139)
-    return _number_and_item_prompts(rng, *parts, "versions", "List[str]", _versions, iter)
+    return _number_and_item_prompts(
+        rng, *parts, "versions", "List[str]", lambda r: _distinct_texts(r, _version), iter
+    )
 
 
 def _clock_minutes(text: str) -> int:
@@ -1626,14 +1629,10 @@ _TIME_SUMMARIES = _comma_summaries_ordered_by(
 # fmt: on
 
 
-def _clock_times(rng: random.Random) -> tuple[list[str]]:
-    """3-6 distinct 24-hour times "HH:MM", more than four in five on a quarter hour: the time tasks'
-    example argument."""
-    drawn = [
-        _written_clock_time(rng.randint(0, 23) * 60 + rng.choice((0, 15, 30, 45, rng.randint(0, 59))))
-        for _ in range(rng.randint(3, 6))
-    ]
-    return (list(dict.fromkeys(drawn)),)
+def _clock_time(rng: random.Random) -> str:
+    """A 24-hour time "HH:MM", more than four times in five on a quarter hour: an item of the time
+    tasks' examples (:func:`_distinct_texts`)."""
+    return _written_clock_time(rng.randint(0, 23) * 60 + rng.choice((0, 15, 30, 45, rng.randint(0, 59))))
 
 
 def time_function_prompts(seed: int = 0) -> list[str]:
@@ -1641,7 +1640,9 @@ def time_function_prompts(seed: int = 0) -> list[str]:
     the number changes with the number summaries, the time changes with the time summaries."""
     parts = (_TIME_FILTERS, _TIME_NUMBER_CHANGES, _TIME_CHANGES, _TIME_SUMMARIES)
     rng = random.Random(seed + 149)
-    return _number_and_item_prompts(rng, *parts, "times", "List[str]", _clock_times, iter)
+    return _number_and_item_prompts(
+        rng, *parts, "times", "List[str]", lambda r: _distinct_texts(r, _clock_time), iter
+    )
 
 
 def _cents(amount: str) -> int:
@@ -1690,18 +1691,12 @@ _MONEY_SUMMARIES = _comma_summaries_ordered_by(
 # fmt: on
 
 
-def _amounts(rng: random.Random) -> tuple[list[str]]:
-    """3-6 distinct amounts "$D.CC" from $0 to $120, a third each under $10, from $10 to $49 and
-    from $50 on, a quarter each whole dollars, ending in .99 and in .50: the money tasks' example
-    argument."""
-    drawn = [
-        _written_amount(
-            rng.choice((rng.randint(0, 9), rng.randint(10, 49), rng.randint(50, 120))) * 100
-            + rng.choice((0, 99, 50, rng.randint(1, 98)))
-        )
-        for _ in range(rng.randint(3, 6))
-    ]
-    return (list(dict.fromkeys(drawn)),)
+def _amount(rng: random.Random) -> str:
+    """An amount "$D.CC" from $0 to $120, under $10, from $10 to $49 or from $50 on a third of the
+    time each, whole dollars, ending in .99 or in .50 about a quarter each: an item of the money
+    tasks' examples (:func:`_distinct_texts`)."""
+    dollars = rng.choice((rng.randint(0, 9), rng.randint(10, 49), rng.randint(50, 120)))
+    return _written_amount(dollars * 100 + rng.choice((0, 99, 50, rng.randint(1, 98))))
 
 
 def money_function_prompts(seed: int = 0) -> list[str]:
@@ -1709,7 +1704,9 @@ def money_function_prompts(seed: int = 0) -> list[str]:
     each: the number changes with the number summaries, the amount changes with the amount summaries."""
     parts = (_MONEY_FILTERS, _MONEY_NUMBER_CHANGES, _MONEY_CHANGES, _MONEY_SUMMARIES)
     rng = random.Random(seed + 151)
-    return _number_and_item_prompts(rng, *parts, "amounts", "List[str]", _amounts, iter)
+    return _number_and_item_prompts(
+        rng, *parts, "amounts", "List[str]", lambda r: _distinct_texts(r, _amount), iter
+    )
 
 
 # HumanEval-shaped tasks over file paths (``path-functions``, HumanEval's ``file_name_check`` shape:
@@ -1749,20 +1746,17 @@ _PATH_EXTENSIONS = (".py", ".py", ".txt", ".md", ".json", ".csv", ".png", "")
 _HIDDEN_FILE_NAMES = (".env", ".gitignore", ".bashrc", ".config.json")
 
 
-def _paths(rng: random.Random) -> tuple[list[str]]:
-    """3-6 distinct relative paths of 0-3 directories (the first one src three times in seven) and
-    a file name, about one in eight hidden: the path tasks' example argument."""
-    drawn = []
-    for _ in range(rng.randint(3, 6)):
-        depth = rng.choice((0, 1, 1, 2, 2, 3))
-        top = [rng.choice(_PATH_TOP_DIRECTORIES)] if depth else []
-        directories = top + [rng.choice(_PATH_DIRECTORIES) for _ in range(depth - 1)]
-        if rng.random() < 0.125:
-            name = rng.choice(_HIDDEN_FILE_NAMES)
-        else:
-            name = rng.choice(_PATH_NAMES) + rng.choice(_PATH_EXTENSIONS)
-        drawn.append("/".join((*directories, name)))
-    return (list(dict.fromkeys(drawn)),)
+def _path(rng: random.Random) -> str:
+    """A relative path of 0-3 directories (the first one src three times in seven) and a file name,
+    hidden about one time in eight: an item of the path tasks' examples (:func:`_distinct_texts`)."""
+    depth = rng.choice((0, 1, 1, 2, 2, 3))
+    top = [rng.choice(_PATH_TOP_DIRECTORIES)] if depth else []
+    directories = top + [rng.choice(_PATH_DIRECTORIES) for _ in range(depth - 1)]
+    if rng.random() < 0.125:
+        name = rng.choice(_HIDDEN_FILE_NAMES)
+    else:
+        name = rng.choice(_PATH_NAMES) + rng.choice(_PATH_EXTENSIONS)
+    return "/".join((*directories, name))
 
 
 def path_function_prompts(seed: int = 0) -> list[str]:
@@ -1771,7 +1765,9 @@ def path_function_prompts(seed: int = 0) -> list[str]:
     by commas)."""
     parts = (_PATH_FILTERS, _PATH_NUMBER_CHANGES, _PATH_CHANGES, _word_summaries_joined_by(",", "commas"))
     rng = random.Random(seed + 157)
-    return _number_and_item_prompts(rng, *parts, "paths", "List[str]", _paths, iter)
+    return _number_and_item_prompts(
+        rng, *parts, "paths", "List[str]", lambda r: _distinct_texts(r, _path), iter
+    )
 
 
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
