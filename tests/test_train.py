@@ -854,6 +854,40 @@ def test_path_functions_are_every_combination_with_right_examples_and_disjoint_f
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("path-functions", prompts)
 
 
+def test_binary_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import binary_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 binary changes x 5 summaries), less the counts
+    # of the 3 named binary changes (a count is the same whatever the binary numbers become).
+    prompts = _checked_pool(binary_function_prompts, 7 * (4 * 9 + 4 * 5 - 3))
+
+    # The examples are what the docstring says, computed here independently of the source's code
+    # (through Python's bin() and int(text, 2), the digits as characters).
+    def canonical(text: str) -> str:
+        return bin(int(text, 2))[2:]
+
+    for (binaries,), result in _doctest_examples(prompts, "sum_values_odd"):
+        assert len(set(binaries)) == len(binaries)
+        assert all(re.fullmatch("0|1[01]*", b) for b in binaries)
+        assert result == sum(int(b, 2) for b in binaries if int(b, 2) % 2)
+    for (binaries,), result in _doctest_examples(prompts, "list_trailing_zeros_even"):
+        assert result == [len(re.search("0*$", b).group()) for b in binaries if int(b, 2) % 2 == 0]
+    for (binaries,), result in _doctest_examples(prompts, "list_flipped_palindromes"):
+        palindromes = [b for b in binaries if b == "".join(reversed(b))]
+        flipped = ["".join("1" if d == "0" else "0" for d in b) for b in palindromes]
+        assert result == [canonical(f) for f in flipped]
+    for (binaries,), result in _doctest_examples(prompts, "largest_reversed_long"):
+        kept = [int(b[::-1], 2) for b in binaries if len(b) > 4]
+        assert result == (bin(max(kept))[2:] if kept else None)
+    for (binaries,), result in _doctest_examples(prompts, "sorted_incremented_double_ones"):
+        assert result == [bin(v)[2:] for v in sorted(int(b, 2) + 1 for b in binaries if "11" in b)]
+    for (binaries,), result in _doctest_examples(prompts, "count_over_ten"):
+        assert result == sum(int(b, 2) > 10 for b in binaries)
+    sentence = "Return the binary numbers with two 1 digits in a row, each plus one (in binary) joined by"
+    assert sentence in next(p for p in prompts if "def joined_incremented_double_ones(binaries:" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("binary-functions", prompts)
+
+
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import threshold_function_prompts
 

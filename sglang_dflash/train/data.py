@@ -244,6 +244,16 @@ And a twenty-sixth:
   extension) of each kept path and a summary (``sum_depths_python(paths)``), every combination
   once (371 tasks).
 
+And a twenty-seventh:
+
+- ``binary-functions``: the composed tasks' shape over binary numbers written as text (HumanEval's
+  ``decimal_to_binary`` material: ``binaries: List[str]``, each the digits 0 and 1 without leading
+  zeros): a filter (odd, even, palindromes, two 1 digits in a row, five or more digits, a value over
+  10, ...), a change that makes a number (value, 1 digits, digits, 0 digits at the end) or a binary
+  number (as is, its digits flipped, reversed, plus one) of each kept one and a summary, the binary
+  ones sorted and largest by value (``sum_values_odd(binaries)``), every combination once (371
+  tasks).
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -1770,6 +1780,71 @@ def path_function_prompts(seed: int = 0) -> list[str]:
     )
 
 
+def _binary_value(binary: str) -> int:
+    """The value of a binary number written with the digits 0 and 1 (``"1011"`` -> 11): the binary
+    tasks' sort key."""
+    return int(binary, 2)
+
+
+def _written_binary(value: int) -> str:
+    """``value`` written in binary without leading zeros (``"0"`` for zero), so that two binary
+    numbers of one value are one text (a largest one is one text, whichever a solution picks)."""
+    return format(value, "b")
+
+
+# HumanEval-shaped tasks over binary numbers written as text (``binary-functions``, HumanEval's
+# ``decimal_to_binary`` and ``string_xor`` material: ``binaries`` is a list of strings of the digits
+# 0 and 1 without leading zeros); a filter, a change that makes a number (value, ones, digits, zeros
+# at the end) or a binary number (as is, its digits flipped, reversed, plus one) of each kept one and
+# a summary, composed as the list tasks are; every changed binary number drops its leading zeros.
+# fmt: off
+_BINARY_FILTERS = (  # (name part, noun phrase, keep(binary))
+    ("odd", "the binary numbers whose value is odd (ending in 1)", lambda b: b.endswith("1")),
+    ("even", "the binary numbers whose value is even (ending in 0)", lambda b: b.endswith("0")),
+    ("palindromes", "the binary numbers that read the same backwards", lambda b: b == b[::-1]),
+    ("double_ones", "the binary numbers with two 1 digits in a row", lambda b: "11" in b),
+    ("long", "the binary numbers of five or more digits", lambda b: len(b) >= 5),
+    ("over_ten", "the binary numbers whose value is over 10", lambda b: _binary_value(b) > 10),
+    ("binaries", "all the binary numbers", lambda b: True),
+)
+_BINARY_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, binary -> number)
+    ("values", "the values of {}", _binary_value),
+    ("ones", "the numbers of 1 digits of {}", lambda b: b.count("1")),
+    ("digit_counts", "the numbers of digits of {}", len),
+    ("trailing_zeros", "the numbers of 0 digits at the end of {}", lambda b: len(b) - len(b.rstrip("0"))),
+)
+_BINARY_CHANGES = (  # (name part, phrase around the filtered noun phrase, binary -> binary)
+    ("", "{}", lambda b: b),
+    ("flipped", "{}, each with every digit flipped (0 to 1, 1 to 0) and leading zeros dropped",
+     lambda b: _written_binary(_binary_value(b) ^ (2 ** len(b) - 1))),
+    ("reversed", "{}, each with its digits reversed and leading zeros dropped",
+     lambda b: _written_binary(_binary_value(b[::-1]))),
+    ("incremented", "{}, each plus one (in binary)", lambda b: _written_binary(_binary_value(b) + 1)),
+)
+_BINARY_SUMMARIES = _comma_summaries_ordered_by(
+    _binary_value, "Return {}, sorted from the smallest to the largest value.",
+    ("largest", "Return the one of {} with the largest value, or None if there are none."),
+)
+# fmt: on
+
+
+def _binary(rng: random.Random) -> str:
+    """A binary number of value 0-7, 8-31 or 32-127 a third of the time each: an item of the binary
+    tasks' examples (:func:`_distinct_texts`)."""
+    return _written_binary(rng.choice((rng.randint(0, 7), rng.randint(8, 31), rng.randint(32, 127))))
+
+
+def binary_function_prompts(seed: int = 0) -> list[str]:
+    """Every binary filter x change x summary task over ``binaries: List[str]``, with 2-3 examples
+    each: the number changes with the number summaries, the binary changes with the binary summaries
+    (sorted and largest by value)."""
+    parts = (_BINARY_FILTERS, _BINARY_NUMBER_CHANGES, _BINARY_CHANGES, _BINARY_SUMMARIES)
+    rng = random.Random(seed + 163)
+    return _number_and_item_prompts(
+        rng, *parts, "binaries", "List[str]", lambda r: _distinct_texts(r, _binary), iter
+    )
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -3239,6 +3314,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "portion-problems": lambda seed: portion_problems(1000, seed),
     "money-functions": money_function_prompts,
     "path-functions": path_function_prompts,
+    "binary-functions": binary_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
