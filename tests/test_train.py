@@ -1168,6 +1168,8 @@ TEMPLATE_STORY_SOURCES = [
     ("schedule-problems", "_SCHEDULE_STORY_TEMPLATES", "schedule_problems", 999),
     # short stories over few slots: 21 of the 1000 drawn repeat another
     ("portion-problems", "_PORTION_STORY_TEMPLATES", "portion_problems", 979),
+    # one of the 1000 drawn stories repeats another
+    ("average-problems", "_AVERAGE_STORY_TEMPLATES", "average_problems", 999),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

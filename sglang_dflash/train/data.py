@@ -254,6 +254,12 @@ And a twenty-seventh:
   ones sorted and largest by value (``sum_values_odd(binaries)``), every combination once (371
   tasks).
 
+And a twelfth story source:
+
+- ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
+  mean of a few values, a total from a mean, the value that brings a mean to a goal, averages per
+  day, per person or per trip, a mean that moves when a value joins or leaves.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -3270,6 +3276,102 @@ def portion_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_PORTION_STORY_TEMPLATES, count, seed + 61)
 
 
+# Means and averages (``average-problems``): the mean of a few values, a total from a mean, the value
+# that brings a mean to a goal, averages per day, per person or per trip, a mean that moves when a
+# value joins or leaves; every slot is filled by :func:`_story_values`.
+# fmt: off
+_AVERAGE_STORY_TEMPLATES = (
+    "{a} scored {s1}, {s2} and {s3} on three math quizzes. What is {a}'s average score on the quizzes?",
+    "{a} wants an average of {avg} over four spelling tests and scored {s1}, {s2} and {s3} on the first "
+    "three. What score does {a} need on the fourth test?",
+    "A bakery sold {x} muffins on Monday, {p}0 on Tuesday and {y}0 on Wednesday. On average, how many "
+    "muffins did it sell per day over those three days?",
+    "The {z} players of a basketball team scored an average of {p} points each in a game. {a} scored "
+    "{y} of the team's points. How many points did the other players score altogether?",
+    "{a} walked {y} kilometers on Saturday and {q} kilometers on Sunday, and then {w} kilometers on each "
+    "of the five weekdays. What was {a}'s average distance per day that week?",
+    "Five friends collected cans for recycling. Their average was {x} cans each. {a} collected {p} more "
+    "cans than the average. How many cans did the other four collect in total?",
+    "A class of {x} students has an average test score of {avg}. A new student joins and scores {s1}. "
+    "What is the class average now, to one decimal place?",
+    "{a} read {y}0 pages in the first week and {z}0 pages in the second week of a {t}-week reading "
+    "challenge. How many pages a week must {a} average over the remaining weeks to finish {x}0 pages?",
+    "The temperatures at noon for four days were {p} degrees, {y} degrees, {q} degrees and {w} degrees. "
+    "What was the average noon temperature?",
+    "{a} drove {x}0 miles in {h} hours and then {y}0 miles in {z} more hours. What was {a}'s average "
+    "speed for the whole trip?",
+    "{a} eats {y} apples from a bag of {x}, and the bag gets {p}00 grams lighter. What is the average "
+    "weight of an apple {a} ate, in grams, and how much would all {x} apples weigh at that average?",
+    "The average age of {a}, {b} and {c} is {x}. {a} is {y} years older than {b}, and {c} is {x} years "
+    "old. How old is {b}?",
+    "{a} earned ${p}0 on Monday, ${y}0 on Tuesday and nothing on Wednesday at a summer job. What did "
+    "{a} earn on average per day over those three days?",
+    "A runner ran {w} laps of a track with an average lap time of {t}0 seconds. The first lap took {x} "
+    "seconds. What was the average time of the other laps?",
+    "{a}'s bowling scores this week were {s1}, {s2}, {s3} and {avg}. What is {a}'s average score, and "
+    "how far is the best game above it?",
+    "Four baskets hold {x}, {p}, {y} and {w} eggs. If the eggs were shared out evenly among the four "
+    "baskets, how many would each hold, and how many would be left over?",
+    "A shop's average sales over {w} days were ${x}0 a day. How much must it sell on the next day to "
+    "raise the average to ${x}{q} a day over all the days?",
+    "{a} spends an average of {m} minutes a day on homework from Monday to Thursday and {h} hours on "
+    "Sunday. What is the average per day over those five days, in minutes?",
+    "Three bags hold {x}, {p} and {y} pounds of rice. {a} pours the rice into bags of equal weight, "
+    "three bags again. How many pounds of rice does each bag hold now?",
+    "The average of five numbers is {x}. Four of the numbers are {p}, {y}, {w} and {q}. What is the "
+    "fifth number?",
+    "A team's average score over {w} games was {p}. After one more game the average went up by one "
+    "point. How many points did the team score in that game?",
+    "{a} saved ${x} in January, ${p} in February and ${y}0 in March. How much must {a} save in April "
+    "for the average over the four months to be ${avg}?",
+    "{a} bought {y} shirts at ${p} each and {z} shirts at ${x} each. What was the average price paid "
+    "per shirt?",
+    "A car used {w} liters of fuel on a {x}0-kilometer trip and {y} liters on a {p}0-kilometer trip. "
+    "On average, how many kilometers did it travel per liter over both trips?",
+    "There are {x} students in one class with an average height of 1{y}0 centimeters and {y} students "
+    "in another class with an average of 1{q}0 centimeters. What is the average height of all the "
+    "students?",
+    "{a} tracked the rain for a week: {q} millimeters on two days, {w} millimeters on three days and "
+    "none on the others. What was the average rainfall per day?",
+    "A group of {z} hikers carried {x} kilograms of gear between them. When {a} joined with {y} "
+    "kilograms, what was the average load per hiker?",
+    "{a} has taken {w} tests with an average score of {avg}. One score, {s1}, is dropped. What "
+    "is the average of the remaining tests, to one decimal place?",
+    "A printer printed {x}0 pages in the morning over {h} hours and {p}0 pages in the afternoon over "
+    "{z} hours. What was its average number of pages per hour for the day?",
+    "{a} sold lemonade for {t} days and made ${x}, ${p}, ${y} and ${q} on the first four days. Over all "
+    "{t} days the average was ${avg} a day. How much did {a} make over the other days?",
+    "The average weight of {z} puppies in a litter is {w} kilograms. One puppy weighs {q} kilograms. "
+    "What is the average weight of the other puppies?",
+    "{a} practiced the violin for {m} minutes, {h}0 minutes and {y}5 minutes on three evenings. How many "
+    "minutes must {a} practice on the fourth evening to average an hour a night?",
+    "Four pumpkins at a fair weighed {x}, {p}, {y} and {w} pounds. {a} brought a fifth pumpkin that "
+    "raised the average weight by {q} pounds. How much did {a}'s pumpkin weigh?",
+    "A cyclist rode uphill at {p} kilometers per hour for {h} hours and downhill at {x} kilometers per "
+    "hour for {z} hours. What was the cyclist's average speed for the ride?",
+    "{a} and {b} each kept count of the birds they saw for {w} days. {a} saw an average of {x} birds a "
+    "day and {b} saw {y} fewer a day on average. How many birds did they see altogether?",
+    "A restaurant served {x}0 meals on Friday, {p}0 on Saturday and {y}0 on Sunday. How many meals does "
+    "it need to serve on Monday to keep its average for the four days at {t}0 or more?",
+    "At a fundraiser, {x} people gave ${p} each, {y} gave ${w}0 each and {a} gave ${bill}. What was "
+    "the average gift?",
+    "{a} timed {w} trips to school: the average was {t} minutes, and the slowest trip took {p} minutes "
+    "longer than the average. If the slowest trip is left out, what is the average of the others?",
+    "A fruit stand sold an average of {x} pears a day for {w} days and an average of {y} pears a day for "
+    "the next {z} days. What was its average number of pears per day over the whole time?",
+    "{a}'s monthly phone bills were ${p}, ${x} and ${y}0 over three months. By how much does the highest "
+    "bill differ from the average bill?",
+)
+# fmt: on
+
+
+def average_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of means and averages (the mean of a few values, a total from a mean, the
+    value that brings a mean to a goal, a mean that moves when a value joins or leaves), from
+    ``_AVERAGE_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_AVERAGE_STORY_TEMPLATES, count, seed + 167)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -3315,6 +3417,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "money-functions": money_function_prompts,
     "path-functions": path_function_prompts,
     "binary-functions": binary_function_prompts,
+    "average-problems": lambda seed: average_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
