@@ -888,6 +888,39 @@ def test_binary_functions_are_every_combination_with_right_examples_and_disjoint
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("binary-functions", prompts)
 
 
+def test_identifier_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import identifier_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 identifier changes x 5 summaries), less the
+    # counts of the 3 named identifier changes (a count is the same whatever the identifiers become).
+    prompts = _checked_pool(identifier_function_prompts, 7 * (4 * 9 + 4 * 5 - 3))
+
+    # The examples are what the docstring says, computed here independently of the source's code
+    # (the words found by a regular expression over the runs of capitals, lower case and digits).
+    def words(identifier: str) -> list[str]:
+        return [w.lower() for w in re.findall("[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z0-9]+", identifier)]
+
+    for (identifiers,), result in _doctest_examples(prompts, "sum_capitals_camel_case"):
+        assert len(set(identifiers)) == len(identifiers)
+        assert all(re.fullmatch("_?[A-Za-z][A-Za-z0-9_]*", i) for i in identifiers)
+        kept = [i for i in identifiers if i[0].islower() and re.search("[A-Z]", i)]
+        assert result == sum(len(re.findall("[A-Z]", i)) for i in kept)
+    for (identifiers,), result in _doctest_examples(prompts, "list_word_counts_private"):
+        assert result == [len(words(i)) for i in identifiers if i[0] == "_"]
+    for (identifiers,), result in _doctest_examples(prompts, "joined_snake_constants"):
+        kept = [i for i in identifiers if re.search("[A-Z]", i) and not re.search("[a-z]", i)]
+        assert result == ",".join("_".join(words(i)) for i in kept)
+    for (identifiers,), result in _doctest_examples(prompts, "list_camel_snake_case"):
+        kept = [words(i) for i in identifiers if "_" in i and not re.search("[A-Z]", i)]
+        assert result == [w[0] + "".join(x[:1].upper() + x[1:] for x in w[1:]) for w in kept]
+    for (identifiers,), result in _doctest_examples(prompts, "longest_upper_with_digits"):
+        kept = [i.upper() for i in identifiers if re.search("[0-9]", i)]
+        assert result == (max(kept, key=len) if kept else None)
+    sentence = "Return the identifiers of at most six characters, each in upper case joined by commas"
+    assert sentence in next(p for p in prompts if "def joined_upper_short(identifiers: List[str])" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("identifier-functions", prompts)
+
+
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import threshold_function_prompts
 

@@ -254,6 +254,16 @@ And a twenty-seventh:
   ones sorted and largest by value (``sum_values_odd(binaries)``), every combination once (371
   tasks).
 
+And a twenty-eighth:
+
+- ``identifier-functions``: the composed tasks' shape over Python identifiers (HumanEval's
+  ``Strongest_Extension`` material: ``identifiers: List[str]``, each in snake_case, camelCase,
+  PascalCase or CONSTANT_CASE, some private, some ending in a digit): a filter (snake_case,
+  camelCase, all in capitals, private, with a digit, short, ...), a change that makes a number
+  (length, capital letters, underscores, words) or an identifier (as is, in snake_case, in
+  camelCase, in upper case) of each kept one and a summary (``sum_capitals_camel_case(identifiers)``),
+  every combination once (371 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -1851,6 +1861,105 @@ def binary_function_prompts(seed: int = 0) -> list[str]:
     )
 
 
+def _identifier_words(identifier: str) -> list[str]:
+    """The words of a Python identifier in lower case, split at underscores and before a capital letter
+    that follows a lower case letter or a digit (``"_maxItemCount"`` -> ["max", "item", "count"])."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", identifier).strip("_").lower().split("_")
+
+
+def _camel_case(identifier: str) -> str:
+    """``identifier``'s words in camelCase: the first in lower case, each other one capitalized."""
+    first, *others = _identifier_words(identifier)
+    return first + "".join(word.capitalize() for word in others)
+
+
+# HumanEval-shaped tasks over Python identifiers (``identifier-functions``, HumanEval's
+# ``Strongest_Extension`` material: ``identifiers`` is a list of names in snake_case, camelCase,
+# PascalCase or CONSTANT_CASE, some private, some with a digit); a filter, a change that makes a
+# number (length, capital letters, underscores, words) or an identifier (as is, in snake_case, in
+# camelCase, in upper case) of each kept one and a summary, composed as the list tasks are.
+# fmt: off
+_IDENTIFIER_FILTERS = (  # (name part, noun phrase, keep(identifier))
+    ("snake_case", "the identifiers with an underscore and no capital letter",
+     lambda i: "_" in i and i == i.lower()),
+    ("camel_case", "the identifiers that start with a lower case letter and contain a capital letter",
+     lambda i: i[0].islower() and i != i.lower()),
+    ("constants", "the identifiers written all in capitals", str.isupper),
+    ("private", "the identifiers that start with an underscore", lambda i: i.startswith("_")),
+    ("with_digits", "the identifiers that contain a digit", lambda i: any(c.isdigit() for c in i)),
+    ("short", "the identifiers of at most six characters", lambda i: len(i) <= 6),
+    ("identifiers", "all the identifiers", lambda i: True),
+)
+_IDENTIFIER_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, identifier -> number)
+    ("lengths", "the lengths of {}", len),
+    ("capitals", "the numbers of capital letters in {}", lambda i: sum(c.isupper() for c in i)),
+    ("underscores", "the numbers of underscores in {}", lambda i: i.count("_")),
+    ("word_counts", "the numbers of words in {} (split at underscores and before a capital letter that "
+     "follows a lower case letter or a digit)", lambda i: len(_identifier_words(i))),
+)
+_IDENTIFIER_CHANGES = (  # (name part, phrase around the filtered noun phrase, identifier -> identifier)
+    ("", "{}", lambda i: i),
+    ("snake", "{}, each in snake_case (its words in lower case joined by underscores, no leading underscore)",
+     lambda i: "_".join(_identifier_words(i))),
+    ("camel", "{}, each in camelCase (the first word in lower case, each other word capitalized, no "
+     "underscores)", _camel_case),
+    ("upper", "{}, each in upper case", str.upper),
+)
+# fmt: on
+_IDENTIFIER_WORDS = (
+    "user",
+    "name",
+    "max",
+    "count",
+    "total",
+    "file",
+    "path",
+    "value",
+    "item",
+    "index",
+    "data",
+    "size",
+    "row",
+    "key",
+    "page",
+    "score",
+)
+
+
+def _identifier(rng: random.Random) -> str:
+    """An identifier of 1-3 words in snake_case, camelCase, PascalCase or CONSTANT_CASE (a quarter
+    each), private one time in four, ending in a digit one time in six: an item of the identifier
+    tasks' examples (:func:`_distinct_texts`)."""
+    words = rng.sample(_IDENTIFIER_WORDS, rng.choice((1, 2, 2, 3)))
+    if rng.random() < 1 / 6:
+        words[-1] += str(rng.randint(1, 9))
+    style = rng.choice(("snake", "camel", "pascal", "constant"))
+    if style == "snake":
+        name = "_".join(words)
+    elif style == "constant":
+        name = "_".join(words).upper()
+    else:
+        capitalized = "".join(word.capitalize() for word in words)
+        name = capitalized if style == "pascal" else words[0] + capitalized[len(words[0]) :]
+    return "_" + name if rng.random() < 1 / 4 else name
+
+
+def identifier_function_prompts(seed: int = 0) -> list[str]:
+    """Every identifier filter x change x summary task over ``identifiers: List[str]``, with 2-3
+    examples each: the number changes with the number summaries, the identifier changes with the
+    word summaries (joined by commas)."""
+    parts = (
+        _IDENTIFIER_FILTERS,
+        _IDENTIFIER_NUMBER_CHANGES,
+        _IDENTIFIER_CHANGES,
+        _word_summaries_joined_by(",", "commas"),
+    )
+    rng = random.Random(seed + 173)
+    return _number_and_item_prompts(
+        rng, *parts, "identifiers", "List[str]", lambda r: _distinct_texts(r, _identifier), iter
+    )
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -3418,6 +3527,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "path-functions": path_function_prompts,
     "binary-functions": binary_function_prompts,
     "average-problems": lambda seed: average_problems(1000, seed),
+    "identifier-functions": identifier_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
