@@ -6,6 +6,7 @@ import datetime
 import json
 import math
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -29,6 +30,7 @@ from sglang_dflash.train.objective import (
     sample_anchors,
 )
 from sglang_dflash.train.trainer import (
+    SequenceBatches,
     TrainConfig,
     build_drafter,
     init_from_target_layers,
@@ -272,6 +274,68 @@ def test_bad_train_config_and_records(tmp_path):
     bad.write_text(json.dumps({"input_ids": [1, 2], "loss_start": 2}) + "\n")
     with pytest.raises(ValueError, match="bad.jsonl:1"):
         read_records(str(bad))
+
+
+def _store_records(counts: list[int]) -> list[dict]:
+    """Records numbered by their input ids, ``counts[s]`` of them from store ``s``."""
+    stores = [store for store, count in enumerate(counts) for _ in range(count)]
+    return [{"input_ids": [i, 1, 2], "loss_start": 1, "store": store} for i, store in enumerate(stores)]
+
+
+def test_batches_without_a_fresh_share_keep_the_order_every_committed_run_trained_in():
+    records = _store_records([30, 13])
+    batches = SequenceBatches(records, 8, 64, seed=11)
+    for step in range(12):  # past the first epoch (5 batches of 8 of 43)
+        epoch, index = divmod(step, 43 // 8)
+        order = list(range(43))
+        random.Random(11 * 1_000_003 + epoch).shuffle(order)
+        assert batches._chosen(step) == [records[i] for i in order[index * 8 : (index + 1) * 8]]
+
+
+def test_a_fresh_share_puts_the_fresh_stores_records_into_every_batch():
+    records = _store_records([40, 20, 9, 3])  # stores 2 and 3 fresh: 12 records
+    batches = SequenceBatches(records, 8, 64, seed=5, fresh_from=2, fresh_rows=2)
+    drawn = [batches._chosen(step) for step in range(12)]
+    assert all(len(batch) == 8 and sum(r["store"] >= 2 for r in batch) == 2 for batch in drawn)
+    # Each group walks whole epochs of its own: 6 batches show every fresh record once, and the old
+    # records (60, 6 a batch) once in 10 batches.
+    fresh_ids = [r["input_ids"][0] for batch in drawn[:6] for r in batch if r["store"] >= 2]
+    assert sorted(fresh_ids) == list(range(60, 72))
+    old_ids = [r["input_ids"][0] for batch in drawn[:10] for r in batch if r["store"] < 2]
+    assert sorted(old_ids) == list(range(60))
+    assert drawn == [
+        SequenceBatches(records, 8, 64, seed=5, fresh_from=2, fresh_rows=2)._chosen(s) for s in range(12)
+    ]
+    assert drawn != [
+        SequenceBatches(records, 8, 64, seed=6, fresh_from=2, fresh_rows=2)._chosen(s) for s in range(12)
+    ]
+    with pytest.raises(
+        ValueError, match=r"--fresh-stores is 4; expected a split that leaves records on both"
+    ):
+        SequenceBatches(records, 8, 64, seed=5, fresh_from=4, fresh_rows=2)
+
+
+def test_bad_fresh_share_settings_name_the_flag():
+    def make(**kw):
+        return TrainConfig(target="t", data="", output="o", features="a", extra_features=["b", "c"], **kw)
+
+    assert make(fresh_stores=2, fresh_share=0.25).fresh_stores == 2
+    with pytest.raises(
+        ValueError, match=r"--fresh-share is 0.0; expected a share in \(0, 1\) with --fresh-stores 1"
+    ):
+        make(fresh_stores=1)
+    with pytest.raises(ValueError, match=r"--fresh-share is 1.0; expected a share in \(0, 1\)"):
+        make(fresh_stores=1, fresh_share=1.0)
+    with pytest.raises(ValueError, match=r"--fresh-stores is 0; expected 1 to 2 \(the --extra-features"):
+        make(fresh_share=0.25)
+    with pytest.raises(ValueError, match=r"--fresh-stores is 3; expected 1 to 2"):
+        make(fresh_stores=3, fresh_share=0.25)
+    with pytest.raises(
+        ValueError, match=r"--fresh-share is 0.05; expected a share of --batch-size 8 that rounds"
+    ):
+        make(fresh_stores=1, fresh_share=0.05)
+    with pytest.raises(ValueError, match=r"--fresh-stores is -1; expected an integer >= 0"):
+        make(fresh_stores=-1, fresh_share=0.25)
 
 
 def test_builtin_prompts_are_deterministic_varied_and_disjoint_from_evaluation_sets():
@@ -1398,6 +1462,11 @@ def test_extra_feature_stores_append_their_records_and_must_hold_the_same_featur
             out = target.model(input_ids=torch.tensor([record["input_ids"]]), output_hidden_states=True)
         expected = DFlashDraftModel.select_target_features(out.hidden_states, (1, 3))[0, :-1]
         torch.testing.assert_close(both.store.features(record, 10**6), expected, atol=2e-3, rtol=2e-3)
+    # --fresh-stores 1 --fresh-share 0.5: half of every batch from the extra store.
+    mixed, _ = load_training_data(
+        config("", tmp_path / "o", features=first, extra_features=[second], fresh_stores=1, fresh_share=0.5)
+    )
+    assert all(sum(r["store"] == 1 for r in mixed._chosen(step)) == 4 for step in range(6))
     other_layers = _store(target, tmp_path, _prompts(4), name="other", layer_ids=[0, 3])
     with pytest.raises(ValueError, match=r"other: layer_ids is \[0, 3\]; expected \[1, 3\]"):
         load_training_data(config("", tmp_path / "o", features=first, extra_features=[other_layers]))

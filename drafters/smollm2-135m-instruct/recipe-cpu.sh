@@ -40,6 +40,8 @@
 #                                      as identity maps, so the first step drafts what INIT_DRAFTER did)
 #   HELDOUT=32 EVAL_EVERY=50           held-out records and how often their acceptance is logged
 #   HELDOUT_AMONG=<all>                draw them among the first N records (keep an earlier hold-out)
+#   FRESH_STORES= FRESH_SHARE=         the last N of EXTRA_FEATURES fill this share of every batch (train
+#                                      --fresh-stores/--fresh-share; empty: every record drawn alike)
 #   EVAL_PROMPTS=100 EVAL_MINUTES=     acceptance measurement per evaluation set
 #   EVAL_REPLAY=1                      replay the kept greedy responses (0: decode with the reference)
 #   COPY_TO=<this folder>              where the finished drafter's files go
@@ -154,6 +156,7 @@ want train && stage train sglang-dflash train --target "$target" --features "$fe
   --snapshot-every 50 --save-every "${SAVE_EVERY:-10}" --log-every 5 --threads "${THREADS:-1}" --precision "${PRECISION:-auto}" \
   --max-shard-mb 24 --device cpu ${TRAIN_MINUTES:+--max-minutes "$TRAIN_MINUTES"} \
   ${INIT_DRAFTER:+--init-drafter "$INIT_DRAFTER"} ${ORDER_SEED:+--order-seed "$ORDER_SEED"} \
+  ${FRESH_STORES:+--fresh-stores "$FRESH_STORES" --fresh-share "${FRESH_SHARE:?FRESH_STORES needs FRESH_SHARE}"} \
   "${token_flag[@]}"
 
 # 3. Acceptance with the reference implementation: greedy, block 16, chat template, 256 new tokens, float32

@@ -119,6 +119,10 @@ class TrainConfig:
     threads: int | None = None
     max_minutes: float | None = None
     precision: str = "auto"  # the training steps' autocast: see resolve_precision
+    # The last ``fresh_stores`` stores given (--features, then --extra-features) fill ``fresh_share``
+    # of every batch (rounded to whole rows), the others the rest: see SequenceBatches.
+    fresh_stores: int = 0
+    fresh_share: float = 0.0
 
     def __post_init__(self) -> None:
         """Raise ValueError naming the first bad setting by its ``train`` flag."""
@@ -134,6 +138,7 @@ class TrainConfig:
             ("heldout", 0),
             ("eval_every", 0),
             ("snapshot_every", 0),
+            ("fresh_stores", 0),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -166,10 +171,39 @@ class TrainConfig:
                 self.target_layer_ids,
                 "the context layers with --features-from-tokens (a token store keeps no features)",
             )
+        self._check_fresh_share()
         if self.num_chunks is not None and not self.features:
             raise train_error(
                 "features", self.features, f"a feature store with --num-chunks {self.num_chunks}"
             )
+
+    def _check_fresh_share(self) -> None:
+        """Raise ValueError unless fresh_stores and fresh_share are both unset or name a share of
+        whole rows (at least one, not the whole batch) and leave at least one store not fresh."""
+        if not self.fresh_stores and not self.fresh_share:
+            return
+        if isinstance(self.fresh_share, bool) or not 0 < self.fresh_share < 1:
+            raise train_error(
+                "fresh_share", self.fresh_share, f"a share in (0, 1) with --fresh-stores {self.fresh_stores}"
+            )
+        if not 1 <= self.fresh_stores <= len(self.extra_features):
+            raise train_error(
+                "fresh_stores",
+                self.fresh_stores,
+                f"1 to {len(self.extra_features)} (the --extra-features stores; --features stays not "
+                f"fresh) with --fresh-share {self.fresh_share}",
+            )
+        if not 1 <= fresh_rows(self) < self.batch_size:
+            raise train_error(
+                "fresh_share",
+                self.fresh_share,
+                f"a share of --batch-size {self.batch_size} that rounds to 1..{self.batch_size - 1} rows",
+            )
+
+
+def fresh_rows(config: TrainConfig) -> int:
+    """The rows of every training batch drawn from the fresh stores (``fresh_share`` of the batch)."""
+    return round(config.batch_size * config.fresh_share)
 
 
 PRECISIONS = ("auto", "bf16", "fp32")
@@ -355,7 +389,16 @@ def grow_layers(drafter: DFlashDraftModel, kept: int) -> None:
 
 
 class SequenceBatches:
-    """Deterministic shuffled batches: batch ``step`` is a function of (seed, step) alone."""
+    """Deterministic shuffled batches: batch ``step`` is a function of (seed, step) alone.
+
+    With ``fresh_from`` (a store index) and ``fresh_rows``, every batch holds ``fresh_rows`` records
+    of the stores from ``fresh_from`` on and the rest from the stores before it, each group walking
+    its own shuffled epochs: a run that adds small new stores to large old ones then trains on the
+    new records in every batch instead of about as rarely as on any old one.
+    """
+
+    # Salts the fresh records' shuffles, so that they never walk the old records' order.
+    FRESH_ORDER_SALT = 500_009
 
     def __init__(
         self,
@@ -364,6 +407,8 @@ class SequenceBatches:
         max_seq_len: int,
         seed: int,
         store: FeatureStores | None = None,
+        fresh_from: int | None = None,
+        fresh_rows: int = 0,
     ) -> None:
         self.records = [r for r in records if r["loss_start"] < min(len(r["input_ids"]), max_seq_len)]
         if not self.records:
@@ -372,6 +417,18 @@ class SequenceBatches:
             )
         self.batch_size, self.max_seq_len, self.seed, self.store = batch_size, max_seq_len, seed, store
         self.per_epoch = max(1, len(self.records) // batch_size)
+        # (records, rows per batch, order salt) of each group a batch draws from.
+        self.groups: list[tuple[list[dict], int, int]] = [(self.records, batch_size, 0)]
+        if fresh_rows:
+            old = [r for r in self.records if r["store"] < fresh_from]
+            fresh = [r for r in self.records if r["store"] >= fresh_from]
+            if not old or not fresh:
+                raise train_error(
+                    "fresh_stores",
+                    fresh_from,
+                    f"a split that leaves records on both sides (old: {len(old)}, fresh: {len(fresh)})",
+                )
+            self.groups = [(old, batch_size - fresh_rows, 0), (fresh, fresh_rows, self.FRESH_ORDER_SALT)]
 
     def features(self, step: int) -> torch.Tensor:
         """Cached target features [R, T, K*H] of batch ``step`` (zero where a token has none)."""
@@ -386,10 +443,14 @@ class SequenceBatches:
         return out
 
     def _chosen(self, step: int) -> list[dict]:
-        epoch, index = divmod(step, self.per_epoch)
-        order = list(range(len(self.records)))
-        random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
-        return [self.records[i] for i in order[index * self.batch_size : (index + 1) * self.batch_size]]
+        return [record for group in self.groups for record in self._drawn(*group, step)]
+
+    def _drawn(self, records: list[dict], rows: int, salt: int, step: int) -> list[dict]:
+        """Batch ``step``'s ``rows`` records of ``records``: a slice of its shuffled epoch."""
+        epoch, index = divmod(step, max(1, len(records) // rows))
+        order = list(range(len(records)))
+        random.Random(self.seed * 1_000_003 + epoch + salt).shuffle(order)
+        return [records[i] for i in order[index * rows : (index + 1) * rows]]
 
     def __call__(self, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """input_ids, attention mask, loss mask: [R, T] right-padded."""
@@ -528,8 +589,15 @@ def load_training_data(
     held = [r for i, r in enumerate(records) if i in held_ids]
     if isinstance(store, TokenFeatureStores):
         store.keep(held)
+    fresh_from = 1 + len(config.extra_features) - config.fresh_stores
     batches = SequenceBatches(
-        train_records, config.batch_size, config.max_seq_len, _order_seed(config), store
+        train_records,
+        config.batch_size,
+        config.max_seq_len,
+        _order_seed(config),
+        store,
+        fresh_from=fresh_from,
+        fresh_rows=fresh_rows(config) if config.fresh_stores else 0,
     )
     heldout = None
     if held:
