@@ -1905,25 +1905,11 @@ _IDENTIFIER_CHANGES = (  # (name part, phrase around the filtered noun phrase, i
      "underscores)", _camel_case),
     ("upper", "{}, each in upper case", str.upper),
 )
-# fmt: on
 _IDENTIFIER_WORDS = (
-    "user",
-    "name",
-    "max",
-    "count",
-    "total",
-    "file",
-    "path",
-    "value",
-    "item",
-    "index",
-    "data",
-    "size",
-    "row",
-    "key",
-    "page",
-    "score",
+    "user", "name", "max", "count", "total", "file", "path", "value", "item", "index", "data", "size",
+    "row", "key", "page", "score",
 )
+# fmt: on
 
 
 def _identifier(rng: random.Random) -> str:
@@ -1933,14 +1919,9 @@ def _identifier(rng: random.Random) -> str:
     words = rng.sample(_IDENTIFIER_WORDS, rng.choice((1, 2, 2, 3)))
     if rng.random() < 1 / 6:
         words[-1] += str(rng.randint(1, 9))
-    style = rng.choice(("snake", "camel", "pascal", "constant"))
-    if style == "snake":
-        name = "_".join(words)
-    elif style == "constant":
-        name = "_".join(words).upper()
-    else:
-        capitalized = "".join(word.capitalize() for word in words)
-        name = capitalized if style == "pascal" else words[0] + capitalized[len(words[0]) :]
+    snake = "_".join(words)
+    styles = (snake, _camel_case(snake), "".join(word.capitalize() for word in words), snake.upper())
+    name = rng.choice(styles)
     return "_" + name if rng.random() < 1 / 4 else name
 
 
