@@ -356,21 +356,19 @@ def _add_train(sub) -> None:
         "eval_every",
         "snapshot_every",
         "threads",
+        "fresh_stores",
     ):
         p.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
-    p.add_argument(
-        "--fresh-stores",
-        type=int,
-        default=defaults.fresh_stores,
-        help="the last N of --extra-features are fresh: --fresh-share of every batch comes from them",
-    )
-    p.add_argument(
-        "--fresh-share",
-        type=float,
-        default=defaults.fresh_share,
-        help="the share of every batch (rounded to whole rows) drawn from the --fresh-stores stores",
-    )
-    for name in ("lr", "min_lr_ratio", "weight_decay", "gamma", "grad_clip", "max_shard_mb", "max_minutes"):
+    for name in (
+        "lr",
+        "min_lr_ratio",
+        "weight_decay",
+        "gamma",
+        "grad_clip",
+        "max_shard_mb",
+        "max_minutes",
+        "fresh_share",
+    ):
         p.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(defaults, name))
     p.add_argument("--target-layer-ids", type=int, nargs="+", default=None)
     p.add_argument("--mask-token", default=None, help="the mask token's string, recorded in dflash_config")

@@ -310,7 +310,8 @@ def test_a_fresh_share_puts_the_fresh_stores_records_into_every_batch():
         SequenceBatches(records, 8, 64, seed=6, fresh_from=2, fresh_rows=2)._chosen(s) for s in range(12)
     ]
     with pytest.raises(
-        ValueError, match=r"--fresh-stores is 4; expected a split that leaves records on both"
+        ValueError,
+        match=r"--fresh-stores splits the training records at store 4 into 72 old and 0 fresh; expected some",
     ):
         SequenceBatches(records, 8, 64, seed=5, fresh_from=4, fresh_rows=2)
 

@@ -422,11 +422,10 @@ class SequenceBatches:
         if fresh_rows:
             old = [r for r in self.records if r["store"] < fresh_from]
             fresh = [r for r in self.records if r["store"] >= fresh_from]
-            if not old or not fresh:
-                raise train_error(
-                    "fresh_stores",
-                    fresh_from,
-                    f"a split that leaves records on both sides (old: {len(old)}, fresh: {len(fresh)})",
+            if not old or not fresh:  # the value is a store index here, not the flag's count
+                raise ValueError(
+                    f"train: --fresh-stores splits the training records at store {fresh_from} into "
+                    f"{len(old)} old and {len(fresh)} fresh; expected some on both sides"
                 )
             self.groups = [(old, batch_size - fresh_rows, 0), (fresh, fresh_rows, self.FRESH_ORDER_SALT)]
 
