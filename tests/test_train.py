@@ -522,6 +522,10 @@ CODE_SOURCES = (
     "time-functions",
     "money-functions",
     "path-functions",
+    "binary-functions",
+    "identifier-functions",
+    "color-functions",
+    "email-functions",
 )
 
 
@@ -984,6 +988,63 @@ def test_identifier_functions_are_every_combination_with_right_examples_and_disj
     sentence = "Return the identifiers of at most six characters, each in upper case joined by commas"
     assert sentence in next(p for p in prompts if "def joined_upper_short(identifiers: List[str])" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("identifier-functions", prompts)
+
+
+def test_color_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import color_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 color changes x 5 summaries), less the counts
+    # of the 3 named color changes (a count is the same whatever the colors become).
+    prompts = _checked_pool(color_function_prompts, 7 * (4 * 9 + 4 * 5 - 3))
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    def parts(color: str) -> list[int]:
+        return [int(h, 16) for h in re.findall("[0-9a-fA-F]{2}", color)]
+
+    for (colors,), result in _doctest_examples(prompts, "sum_brightness_grey"):
+        assert len(set(colors)) == len(colors)
+        assert all(re.fullmatch("#[0-9a-f]{6}", c) for c in colors)
+        assert result == sum(sum(parts(c)) for c in colors if parts(c)[0] == parts(c)[1] == parts(c)[2])
+    for (colors,), result in _doctest_examples(prompts, "list_spreads_reddish"):
+        assert result == [max(parts(c)) - min(parts(c)) for c in colors if parts(c)[0] > max(parts(c)[1:])]
+    for (colors,), result in _doctest_examples(prompts, "joined_inverted_web_safe"):
+        kept = [c for c in colors if all(p in (0, 51, 102, 153, 204, 255) for p in parts(c))]
+        assert result == ",".join("#" + "".join(f"{255 - p:02x}" for p in parts(c)) for c in kept)
+    for (colors,), result in _doctest_examples(prompts, "sorted_greyed_dark"):
+        greys = [sum(parts(c)) // 3 for c in colors if sum(parts(c)) < 384]
+        assert result == ["#" + f"{g:02x}" * 3 for g in sorted(greys)]
+    for (colors,), result in _doctest_examples(prompts, "largest_upper_bluish"):
+        kept = [c for c in colors if parts(c)[2] > max(parts(c)[:2])]
+        assert result == (max(kept).upper() if kept else None)
+    sentence = "Return all the colors, each with its hex digits in upper case joined by commas"
+    assert sentence in next(p for p in prompts if "def joined_upper_colors(colors: List[str])" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("color-functions", prompts)
+
+
+def test_email_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import email_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 5 summaries), less the counts of
+    # the 3 named text changes (a count is the same whatever the emails become).
+    prompts = _checked_pool(email_function_prompts, 7 * (4 * 9 + 4 * 5 - 3))
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (emails,), result in _doctest_examples(prompts, "sum_dots_dotted"):
+        assert len(set(emails)) == len(emails)
+        assert all(re.fullmatch(r"[A-Za-z]+(\.[a-z]+)?[0-9]*@[a-z]+\.[a-z]+", e) for e in emails)
+        assert result == sum(e.count(".") for e in emails if "." in e.partition("@")[0])
+    for (emails,), result in _doctest_examples(prompts, "list_digits_with_digits"):
+        assert result == [len(re.findall("[0-9]", e)) for e in emails if re.search("[0-9]", e)]
+    for (emails,), result in _doctest_examples(prompts, "joined_domains_capitalized"):
+        assert result == ",".join(e.partition("@")[2] for e in emails if re.search("[A-Z]", e))
+    for (emails,), result in _doctest_examples(prompts, "alphabetical_users_dot_com"):
+        assert result == sorted(e.partition("@")[0] for e in emails if e[-4:] == ".com")
+    for (emails,), result in _doctest_examples(prompts, "longest_lower_long_domain"):
+        kept = [e.lower() for e in emails if len(e.partition("@")[2]) >= 9]
+        assert result == (max(kept, key=len) if kept else None)
+    sentence = "the emails whose user name (the part before the @) has at most five characters, each in lower"
+    assert sentence in next(p for p in prompts if "def joined_lower_short_user(emails: List[str])" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("email-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

@@ -264,6 +264,21 @@ And a twenty-eighth:
   camelCase, in upper case) of each kept one and a summary (``sum_capitals_camel_case(identifiers)``),
   every combination once (371 tasks).
 
+And a twenty-ninth and a thirtieth:
+
+- ``color-functions``: the composed tasks' shape over hex colors (HumanEval's ``hex_key``
+  material: ``colors: List[str]``, each ``#rrggbb`` in lower case, some grey, some web-safe): a
+  filter (grey, reddish, greenish, bluish, dark, web-safe, all), a change that makes a number (red
+  part, sum of the parts, largest part, spread) or a color (as is, inverted, made grey, in upper
+  case) of each kept one and a summary, the colors sorted and largest by their hex digits' value
+  (``sum_brightness_grey(colors)``), every combination once (371 tasks).
+- ``email-functions``: the same shape over e-mail addresses (``emails: List[str]``, each
+  ``user@domain``, the user name a first name, sometimes with a dot and a last name or a number,
+  one in five capitalized): a filter (a dot in the user name, a digit, ``.com``, a short user name,
+  a capital letter, a long domain, all), a change that makes a number (length, user name's length,
+  dots, digits) or a text (as is, the user name, the domain, in lower case) of each kept one and a
+  summary (``sum_dots_dotted(emails)``), every combination once (371 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -1941,6 +1956,147 @@ def identifier_function_prompts(seed: int = 0) -> list[str]:
     )
 
 
+def _color_parts(color: str) -> tuple[int, ...]:
+    """The red, green and blue parts (0-255) of a ``#rrggbb`` color (``"#ff8000"`` -> (255, 128, 0))."""
+    return tuple(int(color[i : i + 2], 16) for i in (1, 3, 5))
+
+
+def _written_color(parts: Iterable[int]) -> str:
+    """``parts`` (red, green, blue, each 0-255) written as a ``#rrggbb`` color in lower case."""
+    return "#" + "".join(f"{part:02x}" for part in parts)
+
+
+def _color_value(color: str) -> int:
+    """A color's six hex digits read as one number (``"#0000ff"`` -> 255): the color tasks' sort key,
+    the same for a color in lower and in upper case."""
+    return int(color[1:], 16)
+
+
+# HumanEval-shaped tasks over hex colors (``color-functions``, HumanEval's ``hex_key`` material:
+# ``colors`` is a list of ``#rrggbb`` strings in lower case, some grey, some web-safe); a filter, a
+# change that makes a number (red part, brightness, largest part, spread) or a color (as is,
+# inverted, made grey, in upper case) of each kept one and a summary, composed as the list tasks are.
+# fmt: off
+_COLOR_FILTERS = (  # (name part, noun phrase, keep(color))
+    ("grey", "the colors whose red, green and blue parts are equal",
+     lambda c: len(set(_color_parts(c))) == 1),
+    ("reddish", "the colors whose red part is larger than both their green and blue parts",
+     lambda c: _color_parts(c)[0] > max(_color_parts(c)[1:])),
+    ("greenish", "the colors whose green part is larger than both their red and blue parts",
+     lambda c: _color_parts(c)[1] > max(_color_parts(c)[::2])),
+    ("bluish", "the colors whose blue part is larger than both their red and green parts",
+     lambda c: _color_parts(c)[2] > max(_color_parts(c)[:2])),
+    ("dark", "the colors whose three parts add up to less than 384", lambda c: sum(_color_parts(c)) < 384),
+    ("web_safe", "the web-safe colors (every part one of 00, 33, 66, 99, cc and ff)",
+     lambda c: all(part % 51 == 0 for part in _color_parts(c))),
+    ("colors", "all the colors", lambda c: True),
+)
+_COLOR_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, color -> number)
+    ("reds", "the red parts (0 to 255) of {}", lambda c: _color_parts(c)[0]),
+    ("brightness", "the sums of the red, green and blue parts of {}", lambda c: sum(_color_parts(c))),
+    ("top_parts", "the biggest parts (the largest of red, green and blue) of {}",
+     lambda c: max(_color_parts(c))),
+    ("spreads", "the differences between the largest and the smallest part of each of {}",
+     lambda c: max(_color_parts(c)) - min(_color_parts(c))),
+)
+_COLOR_CHANGES = (  # (name part, phrase around the filtered noun phrase, color -> color)
+    ("", "{}", lambda c: c),
+    ("inverted", "{}, each inverted (every part p becomes 255 - p)",
+     lambda c: _written_color(255 - part for part in _color_parts(c))),
+    ("greyed", "{}, each made grey (every part becomes the mean of the three parts, rounded down)",
+     lambda c: _written_color([sum(_color_parts(c)) // 3] * 3)),
+    ("upper", "{}, each with its hex digits in upper case", str.upper),
+)
+_COLOR_SUMMARIES = _comma_summaries_ordered_by(
+    _color_value, "Return {}, sorted by their six hex digits read as one number, smallest first.",
+    ("largest", "Return the one of {} whose six hex digits read as one number are the largest, or None "
+     "if there are none."),
+)
+_WEB_SAFE_PARTS = (0, 51, 102, 153, 204, 255)
+# fmt: on
+
+
+def _color(rng: random.Random) -> str:
+    """A ``#rrggbb`` color, grey one time in six, else each part web-safe half the time and any value
+    0-255 otherwise: an item of the color tasks' examples (:func:`_distinct_texts`)."""
+    if rng.random() < 1 / 6:
+        return _written_color([rng.choice((*_WEB_SAFE_PARTS, rng.randint(0, 255)))] * 3)
+    return _written_color(
+        rng.choice(_WEB_SAFE_PARTS) if rng.random() < 0.5 else rng.randint(0, 255) for _ in range(3)
+    )
+
+
+def color_function_prompts(seed: int = 0) -> list[str]:
+    """Every color filter x change x summary task over ``colors: List[str]``, with 2-3 examples each:
+    the number changes with the number summaries, the color changes with the color summaries (sorted
+    and largest by the value of their hex digits)."""
+    parts = (_COLOR_FILTERS, _COLOR_NUMBER_CHANGES, _COLOR_CHANGES, _COLOR_SUMMARIES)
+    rng = random.Random(seed + 179)
+    return _number_and_item_prompts(
+        rng, *parts, "colors", "List[str]", lambda r: _distinct_texts(r, _color), iter
+    )
+
+
+# HumanEval-shaped tasks over e-mail addresses (``email-functions``: ``emails`` is a list of
+# ``user@domain`` strings, the user name a first name, sometimes with a last name after a dot or a
+# number, one in five capitalized); a filter, a change that makes a number (length, user name's
+# length, dots, digits) or a text (as is, the user name, the domain, in lower case) of each kept one
+# and a summary, composed as the list tasks are.
+# fmt: off
+_EMAIL_FILTERS = (  # (name part, noun phrase, keep(email))
+    ("dotted", "the emails whose user name (the part before the @) contains a dot",
+     lambda e: "." in e.split("@")[0]),
+    ("with_digits", "the emails that contain a digit", lambda e: any(c.isdigit() for c in e)),
+    ("dot_com", "the emails that end with '.com'", lambda e: e.endswith(".com")),
+    ("short_user", "the emails whose user name (the part before the @) has at most five characters",
+     lambda e: len(e.split("@")[0]) <= 5),
+    ("capitalized", "the emails that contain a capital letter", lambda e: e != e.lower()),
+    ("long_domain", "the emails whose domain (the part after the @) is longer than eight characters",
+     lambda e: len(e.split("@")[1]) > 8),
+    ("emails", "all the emails", lambda e: True),
+)
+_EMAIL_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, email -> number)
+    ("lengths", "the lengths of {}", len),
+    ("user_lengths", "the lengths of the user names (the parts before the @) of {}",
+     lambda e: len(e.split("@")[0])),
+    ("dots", "the numbers of dots in {}", lambda e: e.count(".")),
+    ("digits", "the numbers of digits in {}", lambda e: sum(c.isdigit() for c in e)),
+)
+_EMAIL_CHANGES = (  # (name part, phrase around the filtered noun phrase, email -> text)
+    ("", "{}", lambda e: e),
+    ("users", "the user names (the parts before the @) of {}", lambda e: e.split("@")[0]),
+    ("domains", "the domains (the parts after the @) of {}", lambda e: e.split("@")[1]),
+    ("lower", "{}, each in lower case", str.lower),
+)
+_EMAIL_LAST_NAMES = ("smith", "garcia", "kim", "okafor", "novak", "silva", "ito", "brown")
+_EMAIL_DOMAINS = ("example.com", "mail.org", "school.edu", "work.net", "post.de", "shop.com", "lab.io")
+# fmt: on
+
+
+def _email(rng: random.Random) -> str:
+    """An e-mail address: a first name, a dot and a last name one time in three, a number 1-99 one
+    time in four, at one of a few domains, capitalized one time in five: an item of the email tasks'
+    examples (:func:`_distinct_texts`)."""
+    user = rng.choice(_NAMES).lower()
+    if rng.random() < 1 / 3:
+        user += "." + rng.choice(_EMAIL_LAST_NAMES)
+    if rng.random() < 1 / 4:
+        user += str(rng.randint(1, 99))
+    email = f"{user}@{rng.choice(_EMAIL_DOMAINS)}"
+    return email.capitalize() if rng.random() < 1 / 5 else email
+
+
+def email_function_prompts(seed: int = 0) -> list[str]:
+    """Every email filter x change x summary task over ``emails: List[str]``, with 2-3 examples each:
+    the number changes with the number summaries, the text changes with the word summaries (joined by
+    commas)."""
+    parts = (_EMAIL_FILTERS, _EMAIL_NUMBER_CHANGES, _EMAIL_CHANGES, _word_summaries_joined_by(",", "commas"))
+    rng = random.Random(seed + 181)
+    return _number_and_item_prompts(
+        rng, *parts, "emails", "List[str]", lambda r: _distinct_texts(r, _email), iter
+    )
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -3509,6 +3665,8 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "binary-functions": binary_function_prompts,
     "average-problems": lambda seed: average_problems(1000, seed),
     "identifier-functions": identifier_function_prompts,
+    "color-functions": color_function_prompts,
+    "email-functions": email_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
