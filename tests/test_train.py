@@ -526,6 +526,7 @@ CODE_SOURCES = (
     "identifier-functions",
     "color-functions",
     "email-functions",
+    "people-functions",
 )
 
 
@@ -1045,6 +1046,32 @@ def test_email_functions_are_every_combination_with_right_examples_and_disjoint_
     sentence = "the emails whose user name (the part before the @) has at most five characters, each in lower"
     assert sentence in next(p for p in prompts if "def joined_lower_short_user(emails: List[str])" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("email-functions", prompts)
+
+
+def test_people_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import people_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries): every text change
+    # is named, so none has a count (a count is the same whatever the people become).
+    prompts = _checked_pool(people_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (people,), result in _doctest_examples(prompts, "sum_ages_adults"):
+        assert 3 <= len(people) <= 5 and len({p["name"] for p in people}) == len(people)
+        assert all(set(p) == {"name", "age", "city"} and 3 <= p["age"] <= 80 for p in people)
+        assert result == sum(p["age"] for p in people if p["age"] > 17)
+    for (people,), result in _doctest_examples(prompts, "list_ages_in_ten_years_children"):
+        assert result == [p["age"] + 10 for p in people if p["age"] <= 12]
+    for (people,), result in _doctest_examples(prompts, "joined_labels_teens"):
+        assert result == ",".join(f"{p['name']} ({p['age']})" for p in people if 12 < p["age"] < 20)
+    for (people,), result in _doctest_examples(prompts, "alphabetical_cities_even_ages"):
+        assert result == sorted(p["city"] for p in people if not p["age"] & 1)
+    for (people,), result in _doctest_examples(prompts, "longest_upper_names_long_names"):
+        kept = [p["name"].upper() for p in people if len(p["name"]) >= 5]
+        assert result == (max(kept, key=len) if kept else None)
+    sentence = "Return the names of the people whose city is 'Oslo' in upper case joined by commas"
+    assert sentence in next(p for p in prompts if "def joined_upper_names_in_oslo(people: List[dict])" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("people-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

@@ -279,6 +279,15 @@ And a twenty-ninth and a thirtieth:
   dots, digits) or a text (as is, the user name, the domain, in lower case) of each kept one and a
   summary (``sum_dots_dotted(emails)``), every combination once (371 tasks).
 
+And a thirty-first:
+
+- ``people-functions``: the same shape over a list of dictionaries (``people: List[dict]``, each
+  ``{'name': str, 'age': int, 'city': str}``: children, teenagers and adults): a filter (adults,
+  children, teenagers, living in Oslo, a long name, an even age, all), a change that makes a number
+  (age, age in ten years, name's length, city's length) or a text (name, city, a "name (age)"
+  label, name in upper case) of each kept person and a summary (``sum_ages_adults(people)``), every
+  combination once (364 tasks: no text change is "as is", so none has a count).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -2097,6 +2106,59 @@ def email_function_prompts(seed: int = 0) -> list[str]:
     )
 
 
+# HumanEval-shaped tasks over a list of dictionaries (``people-functions``: ``people`` is a list of
+# ``{'name': str, 'age': int, 'city': str}`` records, children, teenagers and adults); a filter, a
+# change that makes a number (age, age in ten years, name's length, city's length) or a text (name,
+# city, a "name (age)" label, name in upper case) of each kept person and a summary, composed as the
+# list tasks are.
+# fmt: off
+_PEOPLE_FILTERS = (  # (name part, noun phrase, keep(person))
+    ("adults", "the people aged 18 or over", lambda p: p["age"] >= 18),
+    ("children", "the people under 13", lambda p: p["age"] < 13),
+    ("teens", "the people aged 13 to 19", lambda p: 13 <= p["age"] <= 19),
+    ("in_oslo", "the people whose city is 'Oslo'", lambda p: p["city"] == "Oslo"),
+    ("long_names", "the people whose name has more than four letters", lambda p: len(p["name"]) > 4),
+    ("even_ages", "the people whose age is even", lambda p: p["age"] % 2 == 0),
+    ("people", "all the people", lambda p: True),
+)
+_PEOPLE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, person -> number)
+    ("ages", "the ages of {}", lambda p: p["age"]),
+    ("ages_in_ten_years", "the ages of {} in ten years", lambda p: p["age"] + 10),
+    ("name_lengths", "the lengths of the names of {}", lambda p: len(p["name"])),
+    ("city_lengths", "the lengths of the city names of {}", lambda p: len(p["city"])),
+)
+_PEOPLE_CHANGES = (  # (name part, phrase around the filtered noun phrase, person -> text)
+    ("names", "the names of {}", lambda p: p["name"]),
+    ("cities", "the cities of {}", lambda p: p["city"]),
+    ("labels", "the labels 'name (age)' of {}", lambda p: f"{p['name']} ({p['age']})"),
+    ("upper_names", "the names of {} in upper case", lambda p: p["name"].upper()),
+)
+_PEOPLE_CITIES = ("Oslo", "Lima", "Paris", "Tokyo", "Cairo", "Austin")
+# fmt: on
+
+
+def _people(rng: random.Random) -> tuple[list[dict]]:
+    """3-5 people of distinct names, each a child, a teenager or an adult a third of the time, in one
+    of a few cities: the whole argument tuple of the people tasks' examples."""
+    names = rng.sample(_NAMES, rng.randint(3, 5))
+    ages = [rng.choice((rng.randint(3, 12), rng.randint(13, 19), rng.randint(20, 80))) for _ in names]
+    return ([{"name": n, "age": a, "city": rng.choice(_PEOPLE_CITIES)} for n, a in zip(names, ages)],)
+
+
+def people_function_prompts(seed: int = 0) -> list[str]:
+    """Every people filter x change x summary task over ``people: List[dict]``, with 2-3 examples
+    each: the number changes with the number summaries, the text changes with the word summaries
+    (joined by commas)."""
+    parts = (
+        _PEOPLE_FILTERS,
+        _PEOPLE_NUMBER_CHANGES,
+        _PEOPLE_CHANGES,
+        _word_summaries_joined_by(",", "commas"),
+    )
+    rng = random.Random(seed + 191)
+    return _number_and_item_prompts(rng, *parts, "people", "List[dict]", _people, iter)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -3667,6 +3729,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "identifier-functions": identifier_function_prompts,
     "color-functions": color_function_prompts,
     "email-functions": email_function_prompts,
+    "people-functions": people_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
