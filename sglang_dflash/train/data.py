@@ -884,6 +884,11 @@ def _word_summaries_joined_by(separator: str, separator_name: str) -> tuple[tupl
     return _summaries_replacing(_WORD_SUMMARIES, ("joined", joined))
 
 
+# The word summaries joined by commas: the text-list tasks' summaries (fields, paths, identifiers,
+# emails, people; ordered by a key in :func:`_comma_summaries_ordered_by`).
+_COMMA_WORD_SUMMARIES = _word_summaries_joined_by(",", "commas")
+
+
 def _comma_summaries_ordered_by(
     key: Callable[[str], object], sorted_sentence: str, greatest: tuple[str, str]
 ) -> tuple[tuple, ...]:
@@ -899,7 +904,7 @@ def _comma_summaries_ordered_by(
         lambda items: max(items, key=key, default=None),
     )
     return _summaries_replacing(
-        _word_summaries_joined_by(",", "commas"),
+        _COMMA_WORD_SUMMARIES,
         ("alphabetical", sorted_summary),
         ("longest", greatest_summary),
     )
@@ -1813,7 +1818,7 @@ def path_function_prompts(seed: int = 0) -> list[str]:
     """Every path filter x change x summary task over ``paths: List[str]``, with 2-3 examples each:
     the number changes with the number summaries, the path changes with the word summaries (joined
     by commas)."""
-    parts = (_PATH_FILTERS, _PATH_NUMBER_CHANGES, _PATH_CHANGES, _word_summaries_joined_by(",", "commas"))
+    parts = (_PATH_FILTERS, _PATH_NUMBER_CHANGES, _PATH_CHANGES, _COMMA_WORD_SUMMARIES)
     rng = random.Random(seed + 157)
     return _number_and_item_prompts(
         rng, *parts, "paths", "List[str]", lambda r: _distinct_texts(r, _path), iter
@@ -1953,12 +1958,7 @@ def identifier_function_prompts(seed: int = 0) -> list[str]:
     """Every identifier filter x change x summary task over ``identifiers: List[str]``, with 2-3
     examples each: the number changes with the number summaries, the identifier changes with the
     word summaries (joined by commas)."""
-    parts = (
-        _IDENTIFIER_FILTERS,
-        _IDENTIFIER_NUMBER_CHANGES,
-        _IDENTIFIER_CHANGES,
-        _word_summaries_joined_by(",", "commas"),
-    )
+    parts = (_IDENTIFIER_FILTERS, _IDENTIFIER_NUMBER_CHANGES, _IDENTIFIER_CHANGES, _COMMA_WORD_SUMMARIES)
     rng = random.Random(seed + 173)
     return _number_and_item_prompts(
         rng, *parts, "identifiers", "List[str]", lambda r: _distinct_texts(r, _identifier), iter
@@ -2099,7 +2099,7 @@ def email_function_prompts(seed: int = 0) -> list[str]:
     """Every email filter x change x summary task over ``emails: List[str]``, with 2-3 examples each:
     the number changes with the number summaries, the text changes with the word summaries (joined by
     commas)."""
-    parts = (_EMAIL_FILTERS, _EMAIL_NUMBER_CHANGES, _EMAIL_CHANGES, _word_summaries_joined_by(",", "commas"))
+    parts = (_EMAIL_FILTERS, _EMAIL_NUMBER_CHANGES, _EMAIL_CHANGES, _COMMA_WORD_SUMMARIES)
     rng = random.Random(seed + 181)
     return _number_and_item_prompts(
         rng, *parts, "emails", "List[str]", lambda r: _distinct_texts(r, _email), iter
@@ -2149,12 +2149,7 @@ def people_function_prompts(seed: int = 0) -> list[str]:
     """Every people filter x change x summary task over ``people: List[dict]``, with 2-3 examples
     each: the number changes with the number summaries, the text changes with the word summaries
     (joined by commas)."""
-    parts = (
-        _PEOPLE_FILTERS,
-        _PEOPLE_NUMBER_CHANGES,
-        _PEOPLE_CHANGES,
-        _word_summaries_joined_by(",", "commas"),
-    )
+    parts = (_PEOPLE_FILTERS, _PEOPLE_NUMBER_CHANGES, _PEOPLE_CHANGES, _COMMA_WORD_SUMMARIES)
     rng = random.Random(seed + 191)
     return _number_and_item_prompts(rng, *parts, "people", "List[dict]", _people, iter)
 
@@ -2444,7 +2439,6 @@ _FIELD_CHANGES = (  # (name part, phrase around the filtered noun phrase, field 
     ("lower", "{}, in lower case", str.lower),
     ("backwards", "{}, each spelled backwards", lambda f: f[::-1]),
 )
-_FIELD_SUMMARIES = _word_summaries_joined_by(",", "commas")
 _RECORD_FIELDS = (
     "12", "-3", "0", "2024", " 7", "3.5", "apple", "Pear", " fig", "kiwi ", "Oslo", "red", "BLUE", "Tom",
     "green tea", "x1", "n/a", "", "ok", " 42 ",
@@ -2466,7 +2460,7 @@ def _comma_fields(record: str) -> list[str]:
 def field_function_prompts(seed: int = 0) -> list[str]:
     """Every field filter x change x summary task over ``record: str``, with 2-3 examples each: the
     number changes with the number summaries, the field changes with the field summaries."""
-    parts = (_FIELD_FILTERS, _FIELD_NUMBER_CHANGES, _FIELD_CHANGES, _FIELD_SUMMARIES)
+    parts = (_FIELD_FILTERS, _FIELD_NUMBER_CHANGES, _FIELD_CHANGES, _COMMA_WORD_SUMMARIES)
     return _number_and_item_prompts(random.Random(seed + 97), *parts, "record", "str", _record, _comma_fields)
 
 
