@@ -527,6 +527,7 @@ CODE_SOURCES = (
     "color-functions",
     "email-functions",
     "people-functions",
+    "sequence-functions",
 )
 
 
@@ -1074,6 +1075,50 @@ def test_people_functions_are_every_combination_with_right_examples_and_disjoint
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("people-functions", prompts)
 
 
+def test_sequence_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import sequence_function_prompts
+
+    # 8 sequences x 5 term filters x 9 number summaries.
+    prompts = _checked_pool(sequence_function_prompts, 8 * 5 * 9)
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    def fibonacci_like(n: int) -> list[int]:
+        terms = [1, 2]
+        while len(terms) < n:
+            terms.append(terms[-1] + terms[-2])
+        return terms[:n]
+
+    def thirds_walk(n: int) -> list[int]:
+        return [n] + (thirds_walk(n // 3 if n % 3 == 0 else n + 1) if n != 1 else [])
+
+    def prime_factors(n: int) -> list[int]:
+        primes = [p for p in range(2, n + 1) if all(p % q for q in range(2, p))]
+        return sorted(p for p in primes for k in range(1, 8) if n % p**k == 0)
+
+    def digit_sum_chain(n: int) -> list[int]:
+        return [n] + (digit_sum_chain(sum(int(d) for d in str(n))) if n >= 10 else [])
+
+    for (n,), result in _doctest_examples(prompts, "sum_even_fibonacci_like"):
+        assert result == sum(x for x in fibonacci_like(n) if x % 2 == 0)
+    for (n,), result in _doctest_examples(prompts, "list_odd_thirds_walk"):
+        assert result == [x for x in thirds_walk(n) if x % 2]
+    for (n,), result in _doctest_examples(prompts, "descending_all_prime_factors"):
+        assert result == sorted(prime_factors(n), reverse=True)
+    for (n,), result in _doctest_examples(prompts, "count_distinct_all_digit_sum_chain"):
+        assert result == len(set(digit_sum_chain(n)))
+    for (n,), result in _doctest_examples(prompts, "product_triple_divisors"):
+        assert result == math.prod(d for d in range(3, n + 1, 3) if n % d == 0)
+    for (n,), result in _doctest_examples(prompts, "list_all_halvings"):
+        assert result == [n >> k for k in range(n.bit_length())]
+    for (n,), result in _doctest_examples(prompts, "largest_above_ten_triangular"):
+        assert result == max((k * (k + 1) // 2 for k in range(1, n + 1) if k * (k + 1) > 20), default=None)
+    for (n,), result in _doctest_examples(prompts, "mean_even_powers_of_two"):
+        assert result == (round(sum(2**k for k in range(1, n)) / (n - 1), 2) if n > 1 else 0.0)
+    sentence = "Return the smallest of the odd numbers in the divisors of n, or None if there are none."
+    assert sentence in next(p for p in prompts if "def smallest_odd_divisors(n: int)" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("sequence-functions", prompts)
+
+
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import threshold_function_prompts
 
@@ -1356,6 +1401,8 @@ TEMPLATE_STORY_SOURCES = [
     ("portion-problems", "_PORTION_STORY_TEMPLATES", "portion_problems", 979),
     # one of the 1000 drawn stories repeats another
     ("average-problems", "_AVERAGE_STORY_TEMPLATES", "average_problems", 999),
+    # two of the 1000 drawn stories repeat another
+    ("relation-problems", "_RELATION_STORY_TEMPLATES", "relation_problems", 998),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

@@ -288,11 +288,28 @@ And a thirty-first:
   label, name in upper case) of each kept person and a summary (``sum_ages_adults(people)``), every
   combination once (364 tasks: no text change is "as is", so none has a count).
 
+And a thirty-second:
+
+- ``sequence-functions``: the composed tasks' shape over the terms of a sequence made from ``n: int``
+  (HumanEval's ``get_odd_collatz``, ``tri`` and ``factorize`` shape: a rule walked with a loop or a
+  recurrence): eight sequences (the first n terms of a Fibonacci-like sequence, of the triangular
+  numbers and of the powers of two, the divisors of n, its prime factors, n halved again and again,
+  a walk from n to 1 by thirds, the chain of digit sums), a filter over the terms (even, odd,
+  multiples of three, above ten, all) and a number summary (``sum_even_divisors(n)``), every
+  combination once (360 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
   mean of a few values, a total from a mean, the value that brings a mean to a goal, averages per
   day, per person or per trip, a mean that moves when a value joins or leaves.
+
+And a thirteenth:
+
+- ``relation-problems``: GSM8K-shaped stories from 40 further templates of quantities defined by
+  each other: one amount given, the others twice as many, a few fewer, half as many or a share more,
+  ages now, years ago and later, a gift or a trade that evens two amounts, and a question about a
+  total, a difference or what is left.
 
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
@@ -2154,6 +2171,90 @@ def people_function_prompts(seed: int = 0) -> list[str]:
     return _number_and_item_prompts(rng, *parts, "people", "List[dict]", _people, iter)
 
 
+# HumanEval-shaped tasks over the terms of a sequence made from ``n: int`` (``sequence-functions``,
+# the shape of HumanEval's ``get_odd_collatz``, ``tri`` and ``factorize``: a rule walked with a loop or
+# a recurrence), a filter over the terms and a number summary, composed as the list tasks are.
+# fmt: off
+_SEQUENCE_TERM_FILTERS = (  # (name part, noun phrase around the sequence's, keep)
+    ("even", "the even numbers in {}", lambda x: x % 2 == 0),
+    ("odd", "the odd numbers in {}", lambda x: x % 2 == 1),
+    ("triple", "the multiples of three in {}", lambda x: x % 3 == 0),
+    ("above_ten", "the numbers greater than ten in {}", lambda x: x > 10),
+    ("all", "all the numbers in {}", lambda x: True),
+)
+# fmt: on
+
+
+def _fibonacci_like(n: int) -> list[int]:
+    """The first ``n`` terms of 1, 2, 3, 5, 8, ... (each the sum of the two before it)."""
+    terms, a, b = [], 1, 2
+    for _ in range(n):
+        terms.append(a)
+        a, b = b, a + b
+    return terms
+
+
+def _prime_factors(n: int) -> list[int]:
+    """The prime factors of ``n`` in increasing order, each as often as it divides ``n``."""
+    factors, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    return factors
+
+
+def _walk_while(n: int, go_on: Callable[[int], bool], step: Callable[[int], int]) -> list[int]:
+    """``n`` and the numbers ``step`` makes of it, one from the other, as long as ``go_on`` holds for
+    the last one."""
+    terms = [n]
+    while go_on(terms[-1]):
+        terms.append(step(terms[-1]))
+    return terms
+
+
+# (name part, noun phrase, the terms made from n, the examples' n range): every sequence positive.
+# fmt: off
+_SEQUENCES = (
+    ("fibonacci_like", "the first n terms of the sequence 1, 2, 3, 5, 8, ..., in which each term is the "
+     "sum of the two before it", _fibonacci_like, (1, 12)),
+    ("triangular", "the first n triangular numbers (1, 3, 6, 10, ...)",
+     lambda n: [k * (k + 1) // 2 for k in range(1, n + 1)], (1, 10)),
+    ("powers_of_two", "the first n powers of two (1, 2, 4, 8, ...)",
+     lambda n: [2**k for k in range(n)], (1, 8)),
+    ("divisors", "the divisors of n", lambda n: [d for d in range(1, n + 1) if n % d == 0], (1, 60)),
+    ("prime_factors", "the prime factors of n (smallest first, each repeated as often as it divides n)",
+     _prime_factors, (2, 100)),
+    ("halvings", "the halving chain of n (n, then n // 2, then that // 2 and so on, down to 1)",
+     lambda n: _walk_while(n, lambda x: x > 1, lambda x: x // 2), (1, 100)),
+    ("thirds_walk", "the thirds walk from n to 1 (a multiple of three is divided by three, any other "
+     "number grows by one; n and 1 included)", lambda n: _walk_while(n, lambda x: x != 1,
+     lambda x: x // 3 if x % 3 == 0 else x + 1), (1, 40)),
+    ("digit_sum_chain", "the digit-sum chain of n (n, the sum of its digits, the sum of that number's "
+     "digits and so on, down to one digit)", lambda n: _walk_while(n, lambda x: x > 9,
+     lambda x: sum(map(int, str(x)))), (1, 9999)),
+)
+# fmt: on
+
+
+def sequence_function_prompts(seed: int = 0) -> list[str]:
+    """Every sequence x term filter x number summary task over ``n: int`` (the sequence's terms made
+    from n), with 2-3 examples each, n drawn from the sequence's own range."""
+    rng = random.Random(seed + 193)
+    keep_all = (("", "{}", lambda x: x),)
+    prompts = []
+    for sequence_name, sequence_noun, terms_of, (low, high) in _SEQUENCES:
+        filters = [
+            (f"{name}_{sequence_name}", noun.format(sequence_noun), keep)
+            for name, noun, keep in _SEQUENCE_TERM_FILTERS
+        ]
+        parts = (filters, keep_all, _NUMBER_SUMMARIES)
+        make_call = lambda r, low=low, high=high: (r.randint(low, high),)  # noqa: E731
+        prompts += _composed_prompts(rng, parts, "n", "int", make_call, items_of=terms_of)
+    return prompts
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -3674,6 +3775,103 @@ def average_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_AVERAGE_STORY_TEMPLATES, count, seed + 167)
 
 
+# Quantities defined by each other (``relation-problems``): one amount given, the others twice as
+# many, a few fewer, half as many or a share more than another's, ages now, before and later, and a
+# question about a total, a difference or what changes after a gift or a trade; every slot is filled
+# by :func:`_story_values`.
+# fmt: off
+_RELATION_STORY_TEMPLATES = (
+    "{a} has {x} marbles. {b} has twice as many marbles as {a}, and {c} has {y} fewer marbles than {b}. "
+    "How many marbles do the three of them have together?",
+    "{a} is {x} years old. {b} is {y} years younger than {a}, and {c} is half as old as {b} will be in "
+    "{w} years. How old is {c}?",
+    "In {w} years, {a} will be twice as old as {b} is now. {b} is {x} years old. How old is {a} today?",
+    "A farmer has {x} cows. He has {z} times as many chickens as cows and {y} more goats than cows. How "
+    "many animals does the farmer have in all?",
+    "{a} collected {p} shells on the beach. {b} collected {y} more than {a}, and {c} collected as many "
+    "as {a} and {b} together. How many shells did {c} collect?",
+    "{a} has ${x}. {b} has ${p} less than three times what {a} has. How much money do they have "
+    "together?",
+    "A library has {x}0 fiction books. It has {pct}% fewer nonfiction books than fiction books. How "
+    "many books does the library have altogether?",
+    "{a} has {x} stickers, which is {y} more than twice the number {b} has. How many stickers does {b} "
+    "have?",
+    "{a}'s dog weighs {x} pounds. {b}'s dog weighs {z} times as much, and {c}'s dog weighs {y} pounds "
+    "less than {b}'s. How much do the three dogs weigh together?",
+    "{a} is {z} times as old as {b}, who is {p} years old. How old will {a} be when {b} is twice "
+    "{b}'s current age?",
+    "There are {x} red cars in a parking lot, {y} fewer blue cars than red cars, and as many white cars "
+    "as red and blue cars together. How many cars are in the lot?",
+    "{a} has {x} baseball cards. {a} gives {b} a third of them, and then {b} has {p}0 cards. How many "
+    "cards did {b} have before?",
+    "{a} and {b} have {x}0 pencils between them. {a} has {y}0 more pencils than {b}. How many pencils "
+    "does each of them have?",
+    "{a} baked {x} cookies. {b} baked {y} fewer cookies than {a}, and {c} baked twice as many as {b}. "
+    "They put all the cookies into bags of {z}. How many bags do they fill?",
+    "A school has {x}0 girls, and the number of boys is {y}0 more than the number of girls. Each "
+    "classroom holds {slices} students. How many classrooms does the school need?",
+    "The sum of {a}'s and {b}'s ages is {x}. {a} is {y} years older than {b}. How old will {b} be in "
+    "{w} years?",
+    "{a} ran {y} miles on Monday. Each day after that {a} ran {q} mile more than the day before, up to "
+    "Friday. How many miles did {a} run from Monday to Friday?",
+    "{a} has {z} times as many books as {b}. If {a} gives {b} {y} books, they have the same number. "
+    "How many books does {a} have?",
+    "A tree was {x} feet tall when {a} was born. It grew {q} feet a year, and {a} is now {t} years old. "
+    "How tall is the tree now, and how much taller is it than when {a} was born?",
+    "{a} is {y} years older than {b}, and {b} is {z} years older than {c}. {c} is {t} years old. What "
+    "is the sum of the three ages?",
+    "There are {x} students in {a}'s class. The number of students who walk to school is {y} more than "
+    "the number who take the bus, and the rest, {w}, are driven. How many students take the bus?",
+    "{a} has {p} fewer toy cars than {b}, and {b} has {x}. {c} has as many toy cars as {a} and {b} "
+    "together, minus {y}. How many toy cars does {c} have?",
+    "A jar holds {x} blue beads and {z} times as many red beads. {a} takes out {y} beads of each color. "
+    "How many beads are left in the jar?",
+    "{a} scored {x} points in a game. {b} scored half as many points as {a}, plus {y}. {c} scored {q} "
+    "points fewer than {b}. What was the team's total?",
+    "Four years ago {a} was {x} years old. {b} is {y} years younger than {a} is now. How old will {b} "
+    "be in {w} years?",
+    "{a} saved ${x}0. {b} saved {pct}% more than {a}, and {c} saved ${p} less than {b}. How much did "
+    "the three save altogether?",
+    "A shelf has {x} jars of jam. There are {y} more jars of honey than jam and twice as many jars of "
+    "pickles as honey. How many jars are on the shelf?",
+    "{a} has {x} goldfish and {b} has {y} more. {a} buys {z} more goldfish and {b} gives {q} away. "
+    "Who has more goldfish now, and how many more?",
+    "{a} is {t} years old, and {a}'s mother is {w} years more than {z} times {a}'s age. How old was "
+    "the mother when {a} was born?",
+    "A bus has {x} passengers. At the first stop, {y} get off and twice as many get on. At the second "
+    "stop, half of the passengers get off. How many passengers are left on the bus?",
+    "{a} has three times as many crayons as {b}, and {b} has {y} more crayons than {c}. {c} has {p} "
+    "crayons. How many crayons do they have in total?",
+    "{a} picked {x} apples. {b} picked {z} times as many as {a}, and {c} picked {y} fewer than {b}. "
+    "Each pie needs {w} apples. How many whole pies can they bake?",
+    "The combined weight of {a}'s two suitcases is {x} kilograms. One suitcase weighs {y} kilograms "
+    "more than the other. How heavy is the lighter suitcase?",
+    "{a} is twice as old as {b}, and {c} is {y} years older than {a}. If {b} is {p} years old, how "
+    "many years older is {c} than {b}?",
+    "A toy store has {x} dolls and {z} times as many toy trucks. After a sale it has {y} dolls and {w} "
+    "trucks left. How many toys did the store sell?",
+    "{a} swam {x} laps. {b} swam {y} laps more than {a}, and {c} swam as many laps as {a} and {b} "
+    "together, divided by {q}. How many laps did {c} swim?",
+    "There are {x} more adults than children at a picnic, and there are {p} children. Each adult eats "
+    "{z} sandwiches and each child eats {q}. How many sandwiches are eaten?",
+    "{a} has {x} dollars and {b} has {p} dollars. How much money must {a} give {b} so that they have "
+    "the same amount?",
+    "{a}'s brother is {y} years older than {a}, and their sister is {z} years younger than {a}. In "
+    "{w} years their ages will add up to {x}0. How old is {a} now?",
+    "A box holds {x} pens. A second box holds {y} fewer than the first, and a third holds twice as many "
+    "as the second. {a} shares all the pens equally among {z} classrooms. How many pens does each "
+    "classroom get?",
+)
+# fmt: on
+
+
+def relation_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of quantities defined by each other (twice as many, a few fewer, ages now
+    and later, a gift that evens two amounts), from ``_RELATION_STORY_TEMPLATES`` (no instruction
+    appended)."""
+    return _template_stories(_RELATION_STORY_TEMPLATES, count, seed + 197)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -3724,6 +3922,8 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "color-functions": color_function_prompts,
     "email-functions": email_function_prompts,
     "people-functions": people_function_prompts,
+    "sequence-functions": sequence_function_prompts,
+    "relation-problems": lambda seed: relation_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
