@@ -41,7 +41,8 @@
 #   HELDOUT=32 EVAL_EVERY=50           held-out records and how often their acceptance is logged
 #   HELDOUT_AMONG=<all>                draw them among the first N records (keep an earlier hold-out)
 #   FRESH_STORES= FRESH_SHARE=         the last N of EXTRA_FEATURES fill this share of every batch (train
-#                                      --fresh-stores/--fresh-share; empty: every record drawn alike)
+#                                      --fresh-stores/--fresh-share; empty: every record drawn alike, which
+#                                      did better in the one A/B: README "Forty-fourth run's twin")
 #   EVAL_PROMPTS=100 EVAL_MINUTES=     acceptance measurement per evaluation set
 #   EVAL_REPLAY=1                      replay the kept greedy responses (0: decode with the reference)
 #   COPY_TO=<this folder>              where the finished drafter's files go
