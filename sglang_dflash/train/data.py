@@ -2233,7 +2233,7 @@ _SEQUENCES = (
      lambda x: x // 3 if x % 3 == 0 else x + 1), (1, 40)),
     ("digit_sum_chain", "the digit-sum chain of n (n, the sum of its digits, the sum of that number's "
      "digits and so on, down to one digit)", lambda n: _walk_while(n, lambda x: x > 9,
-     lambda x: sum(map(int, str(x)))), (1, 9999)),
+     lambda x: sum(_digits(x))), (1, 9999)),
 )
 # fmt: on
 
@@ -2242,14 +2242,14 @@ def sequence_function_prompts(seed: int = 0) -> list[str]:
     """Every sequence x term filter x number summary task over ``n: int`` (the sequence's terms made
     from n), with 2-3 examples each, n drawn from the sequence's own range."""
     rng = random.Random(seed + 193)
-    keep_all = (("", "{}", lambda x: x),)
+    as_is = _NUMBER_CHANGES[:1]  # the terms themselves: no change
     prompts = []
     for sequence_name, sequence_noun, terms_of, (low, high) in _SEQUENCES:
         filters = [
             (f"{name}_{sequence_name}", noun.format(sequence_noun), keep)
             for name, noun, keep in _SEQUENCE_TERM_FILTERS
         ]
-        parts = (filters, keep_all, _NUMBER_SUMMARIES)
+        parts = (filters, as_is, _NUMBER_SUMMARIES)
         make_call = lambda r, low=low, high=high: (r.randint(low, high),)  # noqa: E731
         prompts += _composed_prompts(rng, parts, "n", "int", make_call, items_of=terms_of)
     return prompts
