@@ -707,7 +707,7 @@ _DOCTEST_TASKS = (
      lambda r: ((sorted if r.random() < 0.5 else list)(r.sample(range(20), 4)),)),
     (("digit_sum", "sum_of_digits"), "(n: int) -> int",
      "Return the sum of the decimal digits of a non-negative integer n.",
-     lambda n: sum(map(int, str(n))), lambda r: (r.randint(0, 99999),)),
+     lambda n: sum(_digits(n)), lambda r: (r.randint(0, 99999),)),
     (("capitalize_words", "title_words"), "(sentence: str) -> str",
      "Capitalize the first letter of every word in the sentence, words being separated by single spaces.",
      lambda s: " ".join(w[:1].upper() + w[1:] for w in s.split(" ")),
@@ -1349,7 +1349,7 @@ _RANGE_CHANGES = (  # (name part, phrase around the filtered noun phrase, change
     ("", "{}", lambda x: x),
     ("squared", "the squares of {}", lambda x: x * x),
     ("doubled", "{}, each doubled", lambda x: 2 * x),
-    ("digit_sums", "the digit sums of {}", lambda x: sum(map(int, str(x)))),
+    ("digit_sums", "the digit sums of {}", lambda x: sum(_digits(x))),
     ("last_digits", "the last digits of {}", lambda x: x % 10),
     ("halved", "{}, each divided by two and rounded down", lambda x: x // 2),
 )
