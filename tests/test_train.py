@@ -528,6 +528,7 @@ CODE_SOURCES = (
     "email-functions",
     "people-functions",
     "sequence-functions",
+    "stock-functions",
 )
 
 
@@ -1117,6 +1118,44 @@ def test_sequence_functions_are_every_combination_with_right_examples_and_disjoi
     sentence = "Return the smallest of the odd numbers in the divisors of n, or None if there are none."
     assert sentence in next(p for p in prompts if "def smallest_odd_divisors(n: int)" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("sequence-functions", prompts)
+
+
+def test_stock_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import stock_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries): every text change
+    # is named, so none has a count.
+    prompts = _checked_pool(stock_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (stock,), result in _doctest_examples(prompts, "sum_totals_with_apples"):
+        assert 2 <= len(stock) <= 4 and all(1 <= len(shelf) <= 4 for shelf in stock.values())
+        assert result == sum(sum(shelf.values()) for shelf in stock.values() if "apple" in shelf)
+    for (stock,), result in _doctest_examples(prompts, "list_apples_shops"):
+        assert result == [shelf["apple"] if "apple" in shelf else 0 for shelf in stock.values()]
+    for (stock,), result in _doctest_examples(prompts, "largest_kinds_with_empty_shelf"):
+        assert result == max(
+            (len(shelf) for shelf in stock.values() if min(shelf.values()) == 0), default=None
+        )
+    for (stock,), result in _doctest_examples(prompts, "joined_top_items_big"):
+        tops = [
+            sorted(shelf, key=lambda item: -shelf[item])[0]
+            for shelf in stock.values()
+            if sum(shelf.values()) >= 31
+        ]
+        assert result == ",".join(tops)
+    for (stock,), result in _doctest_examples(prompts, "alphabetical_upper_names_well_stocked"):
+        assert result == sorted(
+            shop.upper() for shop, shelf in stock.items() if all(c >= 5 for c in shelf.values())
+        )
+    for (stock,), result in _doctest_examples(prompts, "list_item_lists_varied"):
+        assert result == ["+".join(shelf) for shelf in stock.values() if len(shelf) > 2]
+    for (stock,), result in _doctest_examples(prompts, "mean_largest_counts_long_names"):
+        kept = [max(shelf.values()) for shop, shelf in stock.items() if len(shop) >= 5]
+        assert result == (round(sum(kept) / len(kept), 2) if kept else 0.0)
+    sentence = "Return the names of the shops with an item whose count is 0 in upper case joined by commas"
+    assert sentence in next(p for p in prompts if "def joined_upper_names_with_empty_shelf(stock: Dict" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("stock-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

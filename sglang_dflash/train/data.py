@@ -298,6 +298,15 @@ And a thirty-second:
   multiples of three, above ten, all) and a number summary (``sum_even_divisors(n)``), every
   combination once (360 tasks).
 
+And a thirty-third:
+
+- ``stock-functions``: the same shape over a nested dictionary (``stock: Dict[str, Dict[str, int]]``,
+  each shop's name to its shelf, item name to count, a third of the counts 0): a filter (an 'apple'
+  entry, more than 30 items, three kinds or more, an empty shelf entry, a long name, every count at
+  least 5, all), a change that makes a number (total count, kinds, apples, largest count) or a text
+  (name, name in upper case, most stocked item, items joined by '+') of each kept shop and a summary
+  (``sum_totals_with_apples(stock)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -2255,6 +2264,61 @@ def sequence_function_prompts(seed: int = 0) -> list[str]:
     return prompts
 
 
+# HumanEval-shaped tasks over a nested dictionary (``stock-functions``: ``stock`` maps each shop's name
+# to its shelf, a dictionary of item name to count); a filter over the shops, a change that makes a
+# number (total count, kinds of item, apples, largest count) or a text (name, name in upper case, most
+# stocked item, items joined by '+') of each kept shop and a summary, composed as the list tasks are.
+# fmt: off
+_STOCK_FILTERS = (  # (name part, noun phrase, keep((shop, shelf)))
+    ("with_apples", "the shops whose shelf has an 'apple' entry", lambda s: "apple" in s[1]),
+    ("big", "the shops holding more than 30 items in all", lambda s: sum(s[1].values()) > 30),
+    ("varied", "the shops with at least three kinds of item", lambda s: len(s[1]) >= 3),
+    ("with_empty_shelf", "the shops with an item whose count is 0", lambda s: 0 in s[1].values()),
+    ("long_names", "the shops whose name has more than four letters", lambda s: len(s[0]) > 4),
+    ("well_stocked", "the shops where every count is at least 5", lambda s: min(s[1].values()) >= 5),
+    ("shops", "all the shops", lambda s: True),
+)
+_STOCK_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, (shop, shelf) -> number)
+    ("totals", "the total item counts of {}", lambda s: sum(s[1].values())),
+    ("kinds", "the numbers of kinds of item of {}", lambda s: len(s[1])),
+    ("apples", "the apple counts of {} (0 for a shop without an 'apple' entry)",
+     lambda s: s[1].get("apple", 0)),
+    ("largest_counts", "the largest item counts of {}", lambda s: max(s[1].values())),
+)
+_STOCK_CHANGES = (  # (name part, phrase around the filtered noun phrase, (shop, shelf) -> text)
+    ("names", "the names of {}", lambda s: s[0]),
+    ("upper_names", "the names of {} in upper case", lambda s: s[0].upper()),
+    ("top_items", "the most stocked items of {} (the first in shelf order where counts tie)",
+     lambda s: max(s[1], key=s[1].get)),
+    ("item_lists", "the item names of {}, each shelf's joined by '+' in shelf order",
+     lambda s: "+".join(s[1])),
+)
+_STOCK_SHOPS = ("North", "South", "East", "West", "Harbor", "Market", "Uptown", "Oak", "Bridge")
+_STOCK_ITEMS = ("apple", "pear", "plum", "lemon", "fig", "melon", "kiwi", "lime")
+# fmt: on
+
+
+def _stock(rng: random.Random) -> tuple[dict[str, dict[str, int]]]:
+    """2-4 shops of distinct names, each with a shelf of 1-4 distinct items, a third of the counts 0:
+    the whole argument tuple of the stock tasks' examples."""
+    stock = {}
+    for shop in rng.sample(_STOCK_SHOPS, rng.randint(2, 4)):
+        items = rng.sample(_STOCK_ITEMS, rng.randint(1, 4))
+        stock[shop] = {item: rng.choice((0, rng.randint(1, 20), rng.randint(5, 30))) for item in items}
+    return (stock,)
+
+
+def stock_function_prompts(seed: int = 0) -> list[str]:
+    """Every stock filter x change x summary task over ``stock: Dict[str, Dict[str, int]]``, with 2-3
+    examples each: the number changes with the number summaries, the text changes with the word
+    summaries (joined by commas)."""
+    parts = (_STOCK_FILTERS, _STOCK_NUMBER_CHANGES, _STOCK_CHANGES, _COMMA_WORD_SUMMARIES)
+    rng = random.Random(seed + 199)
+    return _number_and_item_prompts(
+        rng, *parts, "stock", "Dict[str, Dict[str, int]]", _stock, lambda stock: stock.items()
+    )
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -3924,6 +3988,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "people-functions": people_function_prompts,
     "sequence-functions": sequence_function_prompts,
     "relation-problems": lambda seed: relation_problems(1000, seed),
+    "stock-functions": stock_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
