@@ -1442,6 +1442,8 @@ TEMPLATE_STORY_SOURCES = [
     ("average-problems", "_AVERAGE_STORY_TEMPLATES", "average_problems", 999),
     # two of the 1000 drawn stories repeat another
     ("relation-problems", "_RELATION_STORY_TEMPLATES", "relation_problems", 998),
+    # short stories over few slots: 18 of the 1000 drawn repeat another
+    ("score-problems", "_SCORE_STORY_TEMPLATES", "score_problems", 982),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

@@ -320,6 +320,13 @@ And a thirteenth:
   ages now, years ago and later, a gift or a trade that evens two amounts, and a question about a
   total, a difference or what is left.
 
+And a fourteenth:
+
+- ``score-problems``: GSM8K-shaped stories from 40 further templates of points, games and tallies:
+  shots, goals and tries worth different points, quiz and test scores with bonuses and penalties,
+  league points from wins and draws, rounds of a game added up, a score still needed to catch up,
+  to reach a target or to count down to zero.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -3936,6 +3943,108 @@ def relation_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_RELATION_STORY_TEMPLATES, count, seed + 197)
 
 
+# Points, games and tallies (``score-problems``): goals and baskets worth different points, quiz and
+# test scores with bonuses and penalties, league tables from wins, draws and losses, rounds of a game
+# added up, a score needed to catch up or to reach a target; every slot is filled by :func:`_story_values`.
+# fmt: off
+_SCORE_STORY_TEMPLATES = (
+    "In a basketball game, {a} made {x} two-point shots and {y} three-point shots, and scored {p} free "
+    "throws worth one point each. How many points did {a} score?",
+    "A football team gets 3 points for a win, 1 point for a draw and none for a loss. After {x} games "
+    "the team has won {y} and drawn {z}. How many points does the team have?",
+    "In a quiz, each right answer earns {z} points and each wrong answer loses {q} point. {a} answered "
+    "{x} questions and got {y} of them wrong. What was {a}'s score?",
+    "{a} scored {s1}, {s2} and {s3} on three tests. What score does {a} need on the fourth test to have "
+    "an average of {avg}?",
+    "In a dart game, the bullseye is worth 50 points and the outer ring {p} points. {a} hit the "
+    "bullseye {y} times and the outer ring {x} times. How many points did {a} score?",
+    "A spelling bee gives {z} points for each word spelled right and a bonus of {p} points for every "
+    "{w} words in a row. {a} spelled {x} words right without a miss. How many points did {a} get?",
+    "{a}'s team scored {x} points in the first half and {y} more in the second half than in the first. "
+    "The other team scored {p}0 points in all. By how many points did {a}'s team win or lose?",
+    "In a video game, a coin is worth {q} points, a gem {p} points and a star {x} points. {a} collected "
+    "{w}0 coins, {y} gems and {z} stars. What was {a}'s score?",
+    "A bowling game has 10 frames. {a} knocked down {t} pins in each of the first {w} frames and {y} "
+    "pins in each of the other frames. How many pins did {a} knock down?",
+    "{a} and {b} play a card game. {a} wins {x} rounds, which is {y} more than {b} wins, and {z} "
+    "rounds are tied. How many rounds do they play?",
+    "A soccer league gives 3 points for a win and 1 for a draw. {a}'s team won {y} games and drew {x}; "
+    "{b}'s team won {x} games and drew {y}. Which team has more points, and how many more?",
+    "In a math contest, easy problems are worth {q} points, medium problems {z} points and hard "
+    "problems {p} points. {a} solved {w} easy, {h} medium and {y} hard problems. What was {a}'s total?",
+    "{a} needs {x}0 points to reach the next level of a game. Each level {a} clears gives {p} points, "
+    "and each bonus round {y} more. After {w} levels and {z} bonus rounds, how many points are still "
+    "needed?",
+    "A hockey team scored {x}0 goals over {t} seasons. {a} scored {y} goals a season and {b} scored {z} "
+    "times as many as {a}. How many of the goals did the other players score?",
+    "{a} scored {x} points in a game, {b} scored {z} times as many, and {c} scored {y} fewer than {b}. "
+    "How many points did the three score together?",
+    "A trivia night has {w} rounds of {t} questions. Each right answer is worth {q} points. {a}'s team "
+    "got {y} questions wrong in all. How many points did the team score?",
+    "In archery, the center ring is worth {t} points, the next ring {w} points and the outer ring {q} "
+    "point. {a} shot {x} arrows: {y} hit the center, {z} hit the next ring and the rest hit the outer "
+    "ring. What was {a}'s score?",
+    "{a} has a high score of {x}0 in a game. On the first try {a} scores {p}0 points and on the second "
+    "try {y}0 more than on the first. By how much did {a} beat or miss the high score on the second "
+    "try?",
+    "A rugby try is worth 5 points and a kick after it 2 points. {a}'s team scored {y} tries and "
+    "kicked after {z} of them. How many points did the team score?",
+    "A teacher gives {z} stars for each finished worksheet and takes away {q} star for each late one. "
+    "{a} finished {x} worksheets, {y} of them late. How many stars does {a} have?",
+    "{a}'s team won {x} games and lost {y} games. The team wants to win {pct}% of all its games "
+    "this season. If the season has {p} more games, how many of them must the team win?",
+    "In a board game, {a} moves {y} spaces each turn and {b} moves {z} spaces each turn. After {w} "
+    "turns each, how many spaces ahead of the other is the faster player?",
+    "A charity run gives {p} points for each lap and a bonus of {x} points for finishing. {a} ran {t} "
+    "laps and finished; {b} ran {w} laps and did not finish. How many more points did {a} get than {b}?",
+    "{a} scored {s1} points on the first round of a game and {s2} on the second round. The winner is "
+    "the first to reach {avg}0 points. How many points does {a} still need?",
+    "A hockey player's score counts a goal as 2 points and an assist as 1 point. {a} had {x} goals and "
+    "{y} assists, and {b} had {p} goals and {z} times as many assists as {a}. Who has more points, and "
+    "by how much?",
+    "A school's house points: {a}'s house earned {x} points in September, {y}0 in October and twice "
+    "the September points in November. How many points did the house earn in those three months?",
+    "In a tennis match {a} won {w} sets and {b} won {q}. {a} won {t} games in each set {a} won and {y} "
+    "games in each set {a} lost. How many games did {a} win in the match?",
+    "{a} plays a game where each level is worth {y} more points than the level before. The first level "
+    "is worth {p} points. How many points are the first {w} levels worth together?",
+    "A chess club gives 1 point for a win and half a point for a draw. {a} played {x} games, won {y} "
+    "and drew {z}. How many points did {a} score, and how many games did {a} lose?",
+    "{a} scores {x}0 points in a game, {b} scores {pct}% more than {a}, and {c} scores {p} points less "
+    "than {b}. What is the team's total score?",
+    "In a relay race, the winning team gets {p} points, the second team {y} points and the third team "
+    "{q} points. {a}'s school won {w} races, came second in {z} and third in {h}. How many points did "
+    "the school get?",
+    "{a} is playing a game with {b}. {a} is ahead by {x} points, and then {b} scores {y} points a turn "
+    "for {w} turns while {a} scores {q} a turn. Who is ahead after those turns, and by how much?",
+    "A quiz has {x} questions worth {z} points each. {a} scored {pct}% of the possible points. How many "
+    "questions did {a} answer correctly?",
+    "{a}'s bowling scores this week were {s1}, {s2} and {s3}. {b}'s scores were {y} points higher each "
+    "time. What was {b}'s average score?",
+    "In a basketball season {a} scored {x} points a game for {t} games and {y} more points a game for "
+    "the next {w} games. How many points did {a} score that season?",
+    "A game show gives ${p}00 for each right answer and takes away ${q}00 for each wrong one. {a} gave "
+    "{x} answers and {y} of them were wrong. How much money did {a} win?",
+    "{a}'s class earns a marble in a jar for each day of good behavior and loses {q} for a bad day. "
+    "The class gets a party at {x}0 marbles. After {t} good days and {z} bad days, how many marbles "
+    "are still needed?",
+    "In a ping-pong tournament every player plays every other player once. There are {w} players. "
+    "How many games are played, and how many does each player play?",
+    "In a reading challenge {a} read {x} books and earned {p} points for each book. {b} read {y} more "
+    "books than {a}. How many points did {b} earn?",
+    "{a} and {b} play darts, counting down from 301 points. {a} has scored {x} points a turn for {q} "
+    "turns. How many points does {a} still need to reach zero?",
+)
+# fmt: on
+
+
+def score_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of points, games and tallies (goals and baskets worth different points,
+    quiz scores with penalties, league points, a score still needed), from ``_SCORE_STORY_TEMPLATES``
+    (no instruction appended)."""
+    return _template_stories(_SCORE_STORY_TEMPLATES, count, seed + 211)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -3989,6 +4098,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "sequence-functions": sequence_function_prompts,
     "relation-problems": lambda seed: relation_problems(1000, seed),
     "stock-functions": stock_function_prompts,
+    "score-problems": lambda seed: score_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
