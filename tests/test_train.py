@@ -1442,7 +1442,7 @@ TEMPLATE_STORY_SOURCES = [
     ("average-problems", "_AVERAGE_STORY_TEMPLATES", "average_problems", 999),
     # two of the 1000 drawn stories repeat another
     ("relation-problems", "_RELATION_STORY_TEMPLATES", "relation_problems", 998),
-    # short stories over few slots: 18 of the 1000 drawn repeat another
+    # 18 of the 1000 drawn stories repeat another
     ("score-problems", "_SCORE_STORY_TEMPLATES", "score_problems", 982),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).

@@ -2321,9 +2321,7 @@ def stock_function_prompts(seed: int = 0) -> list[str]:
     summaries (joined by commas)."""
     parts = (_STOCK_FILTERS, _STOCK_NUMBER_CHANGES, _STOCK_CHANGES, _COMMA_WORD_SUMMARIES)
     rng = random.Random(seed + 199)
-    return _number_and_item_prompts(
-        rng, *parts, "stock", "Dict[str, Dict[str, int]]", _stock, lambda stock: stock.items()
-    )
+    return _number_and_item_prompts(rng, *parts, "stock", "Dict[str, Dict[str, int]]", _stock, dict.items)
 
 
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
