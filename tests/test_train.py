@@ -529,6 +529,7 @@ CODE_SOURCES = (
     "people-functions",
     "sequence-functions",
     "stock-functions",
+    "log-functions",
 )
 
 
@@ -1156,6 +1157,39 @@ def test_stock_functions_are_every_combination_with_right_examples_and_disjoint_
     sentence = "Return the names of the shops with an item whose count is 0 in upper case joined by commas"
     assert sentence in next(p for p in prompts if "def joined_upper_names_with_empty_shelf(stock: Dict" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("stock-functions", prompts)
+
+
+def test_log_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import log_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries): every text change
+    # is named, so none has a count.
+    prompts = _checked_pool(log_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    def message(line: str) -> str:
+        return line[line.index(":") + 2 :]
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    for (logs,), result in _doctest_examples(prompts, "sum_message_lengths_errors"):
+        assert 3 <= len(logs) <= 6 and len(set(logs)) == len(logs)
+        assert result == sum(len(line) - len("ERROR: ") for line in logs if line.split(":")[0] == "ERROR")
+    for (logs,), result in _doctest_examples(prompts, "list_first_numbers_lines"):
+        firsts = [[int(word) for word in message(line).split() if word.isdigit()] for line in logs]
+        assert result == [numbers[0] if numbers else 0 for numbers in firsts]
+    for (logs,), result in _doctest_examples(prompts, "largest_word_counts_not_debug"):
+        assert result == max((message(line).count(" ") + 1 for line in logs if line[0] != "D"), default=None)
+    for (logs,), result in _doctest_examples(prompts, "joined_levels_about_disk"):
+        assert result == ",".join(line.split(":")[0].lower() for line in logs if "disk" in message(line))
+    for (logs,), result in _doctest_examples(prompts, "alphabetical_upper_messages_warnings"):
+        assert result == sorted(message(line).upper() for line in logs if line.startswith("WARN"))
+    for (logs,), result in _doctest_examples(prompts, "mean_digit_counts_with_numbers"):
+        kept = [len(re.findall(r"\d", line)) for line in logs if re.search(r"\d", line)]
+        assert result == (round(sum(kept) / len(kept), 2) if kept else 0.0)
+    for (logs,), result in _doctest_examples(prompts, "list_first_words_long_messages"):
+        assert result == [message(line).split(" ")[0] for line in logs if message(line).count(" ") >= 3]
+    sentence = "Return the messages of the lines whose level is ERROR in upper case joined by commas"
+    assert sentence in next(p for p in prompts if "def joined_upper_messages_errors(logs: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("log-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

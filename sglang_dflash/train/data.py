@@ -307,6 +307,15 @@ And a thirty-third:
   (name, name in upper case, most stocked item, items joined by '+') of each kept shop and a summary
   (``sum_totals_with_apples(stock)``), every combination once (364 tasks).
 
+And a thirty-fourth:
+
+- ``log-functions``: the same shape over log lines (``logs: List[str]``, each ``"LEVEL: message"``,
+  LEVEL one of ERROR, WARN, INFO and DEBUG): a filter (errors, warnings, all but DEBUG, a message
+  about a disk, of more than three words, with a digit, all), a change that makes a number (the
+  message's length, words, digits, first whole number) or a text (message, level in lower case,
+  message's first word, message in upper case) of each kept line and a summary
+  (``sum_message_lengths_errors(logs)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -2324,6 +2333,74 @@ def stock_function_prompts(seed: int = 0) -> list[str]:
     return _number_and_item_prompts(rng, *parts, "stock", "Dict[str, Dict[str, int]]", _stock, dict.items)
 
 
+# HumanEval-shaped tasks over log lines (``log-functions``: ``logs`` is a list of ``"LEVEL: message"``
+# lines, LEVEL one of ERROR, WARN, INFO and DEBUG); a filter over the lines, a change that makes a
+# number (message's length, words, digits, the number in it) or a text (message, level in lower case,
+# message's first word, message in upper case) of each kept line and a summary, composed as the list
+# tasks are.
+
+
+def _log_message(line: str) -> str:
+    """The message of a ``"LEVEL: message"`` log line."""
+    return line.split(": ", 1)[1]
+
+
+# fmt: off
+_LOG_FILTERS = (  # (name part, noun phrase, keep(line))
+    ("errors", "the lines whose level is ERROR", lambda line: line.startswith("ERROR: ")),
+    ("warnings", "the lines whose level is WARN", lambda line: line.startswith("WARN: ")),
+    ("not_debug", "the lines whose level is not DEBUG", lambda line: not line.startswith("DEBUG: ")),
+    ("about_disk", "the lines whose message mentions 'disk'", lambda line: "disk" in _log_message(line)),
+    ("long_messages", "the lines whose message has more than three words",
+     lambda line: len(_log_message(line).split()) > 3),
+    ("with_numbers", "the lines whose message contains a digit",
+     lambda line: any(c.isdigit() for c in _log_message(line))),
+    ("lines", "all the lines", lambda line: True),
+)
+_LOG_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, line -> number)
+    ("message_lengths", "the lengths of the messages of {}", lambda line: len(_log_message(line))),
+    ("word_counts", "the numbers of words in the messages of {}",
+     lambda line: len(_log_message(line).split())),
+    ("digit_counts", "the numbers of digits in the messages of {}",
+     lambda line: sum(c.isdigit() for c in _log_message(line))),
+    ("first_numbers", "the first whole numbers in the messages of {} (0 for a message without one)",
+     lambda line: next((int(w) for w in _log_message(line).split() if w.isdigit()), 0)),
+)
+_LOG_CHANGES = (  # (name part, phrase around the filtered noun phrase, line -> text)
+    ("messages", "the messages of {}", lambda line: _log_message(line)),
+    ("levels", "the levels of {} in lower case", lambda line: line.split(": ", 1)[0].lower()),
+    ("first_words", "the first words of the messages of {}", lambda line: _log_message(line).split()[0]),
+    ("upper_messages", "the messages of {} in upper case", lambda line: _log_message(line).upper()),
+)
+_LOG_LEVELS = ("ERROR", "WARN", "INFO", "DEBUG")
+_LOG_MESSAGES = (
+    "disk full", "disk 3 almost full", "user {} logged in", "user {} logged out", "cache miss",
+    "retry {} of 5", "job {} done", "connection lost", "slow disk read on drive {}", "config loaded",
+    "queue has {} items", "timeout after {} seconds", "server started", "backup of disk {} finished",
+)
+# fmt: on
+
+
+def _log_lines(rng: random.Random) -> tuple[list[str]]:
+    """3-6 distinct ``"LEVEL: message"`` lines, the numbers in the messages drawn from 1 to 99: the
+    whole argument tuple of the log tasks' examples."""
+    lines: list[str] = []
+    count = rng.randint(3, 6)
+    while len(lines) < count:
+        line = f"{rng.choice(_LOG_LEVELS)}: {rng.choice(_LOG_MESSAGES).format(rng.randint(1, 99))}"
+        if line not in lines:
+            lines.append(line)
+    return (lines,)
+
+
+def log_function_prompts(seed: int = 0) -> list[str]:
+    """Every log filter x change x summary task over ``logs: List[str]``, with 2-3 examples each: the
+    number changes with the number summaries, the text changes with the word summaries (joined by
+    commas)."""
+    parts = (_LOG_FILTERS, _LOG_NUMBER_CHANGES, _LOG_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _number_and_item_prompts(random.Random(seed + 223), *parts, "logs", "List[str]", _log_lines, iter)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -4097,6 +4174,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "relation-problems": lambda seed: relation_problems(1000, seed),
     "stock-functions": stock_function_prompts,
     "score-problems": lambda seed: score_problems(1000, seed),
+    "log-functions": log_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
