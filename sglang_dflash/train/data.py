@@ -336,6 +336,12 @@ And a fourteenth:
   league points from wins and draws, rounds of a game added up, a score still needed to catch up,
   to reach a target or to count down to zero.
 
+And a fifteenth:
+
+- ``farm-problems``: GSM8K-shaped stories from 40 further templates of farms, gardens and animals:
+  legs and heads, eggs, milk, wool and honey, feed and hay, rows of plants and trees, harvests sold
+  at a market, flocks and herds that grow or shrink.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -4120,6 +4126,102 @@ def score_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_SCORE_STORY_TEMPLATES, count, seed + 211)
 
 
+# Farms, gardens and animals (``farm-problems``): legs and heads, eggs, milk, wool and honey, feed and
+# hay, rows of plants and trees, harvests sold at a market, flocks and herds that grow or shrink;
+# every slot is filled by :func:`_story_values`.
+# fmt: off
+_FARM_STORY_TEMPLATES = (
+    "A farmer has {x} chickens and {y} cows. How many legs do the farmer's animals have in all?",
+    "{a}'s farm has {x} sheep. Each sheep gives {z} kilograms of wool a year, and wool sells for ${p} a "
+    "kilogram. How much does {a} earn from the wool in {y} years?",
+    "A dairy farm has {x} cows. Each cow gives {y} gallons of milk a day, and the farm sells the milk "
+    "for ${z} a gallon. How much does the farm earn from milk in a week?",
+    "{a} feeds each of {x} goats {z} pounds of hay a day. A bale of hay weighs {m} pounds. How many bales "
+    "does {a} need for {w} days, counting a bale that is only partly used as a whole one?",
+    "A barn has {x} horses. Each horse eats {y} apples and {z} carrots a day. How many apples and "
+    "carrots together do the horses eat in {w} days?",
+    "{a} planted {x} tomato plants. Each plant gave {y} tomatoes, but birds ate {pct}% of the tomatoes. "
+    "How many tomatoes were left for {a}?",
+    "A farmer has {x}00 meters of fence. The farmer uses {y}0 meters for a pig pen and {z}0 meters for "
+    "a chicken run. How many meters of fence are left?",
+    "{a} collects {y} eggs every morning and {z} eggs every evening, and uses {q} eggs a day for "
+    "breakfast. How many eggs does {a} have left to sell after {w} weeks?",
+    "There are {x} ducks on a pond. Then {y} more land on it and {z} fly away. Each duck on the pond "
+    "eats {q} cups of grain a day. How many cups of grain do the ducks eat in {w} days?",
+    "{a}'s vegetable garden has {y} rows of carrots and {z} rows of beans. Each row of carrots has {x} "
+    "plants and each row of beans has {p} plants. How many plants are in the garden?",
+    "An orchard has {y} rows of {x} apple trees. Each tree gives {z} bushels of apples, and a bushel "
+    "sells for ${p}. How much are all the orchard's apples worth?",
+    "A farmer sells {x}0 pumpkins on Saturday for ${z} each, and on Sunday {y} fewer pumpkins for ${q} "
+    "more each. How much money does the farmer make over the weekend?",
+    "{a} keeps {w} beehives. Each hive makes {y} pounds of honey a season. {a} keeps {z} pounds for the "
+    "family and sells the rest in one-pound jars for ${p} a jar. How much does {a} make from honey?",
+    "A farm has {x} chickens, {w} times as many ducks as chickens, and {y} fewer geese than ducks. How "
+    "many birds are on the farm?",
+    "{a} buys {y} bags of chicken feed for ${z} each and {q} bags of corn for ${w} each. {a} had ${x}00 "
+    "before going to the feed store. How much money does {a} have left?",
+    "A pig weighs {x}0 pounds in spring and gains {y} pounds a week for {t} weeks. The farmer then sells "
+    "the pig for ${z} a pound. How much does the pig sell for?",
+    "{a} waters a garden with a can that holds {z} liters. Each of the {x} plants needs half a liter a "
+    "day. How many times a day must {a} fill the can?",
+    "A sheepdog herds {z}0 sheep into each of {w} pens. Then {y} sheep from each pen are sold at the "
+    "market. How many sheep are left in the pens?",
+    "{a} has {x} rabbits. Each month the number of rabbits doubles, and at the end of each month {a} "
+    "gives away {y} rabbits. How many rabbits does {a} have after {z} months?",
+    "A wheat field is {x}0 meters long and {y}0 meters wide. The farmer gets {z} kilograms of wheat from "
+    "every 10 square meters. How many kilograms of wheat does the field give?",
+    "{a} milks {w} goats twice a day, and each goat gives {q} liters at each milking. It takes {t} liters "
+    "of milk to make a kilogram of cheese. How many kilograms of cheese can {a} make in {z} weeks?",
+    "A chicken coop holds {x} hens. {a} builds {z} more coops of the same size and fills them all, then "
+    "sells {y} hens. How many hens does {a} have now?",
+    "{a} grows strawberries. On the first day {a} picks {x} strawberries, and each day after that {y} "
+    "more than the day before. How many strawberries does {a} pick in {w} days?",
+    "A farmer pays a helper ${p} an hour. The helper works {h} hours a day for {w} days to bring in the "
+    "hay, and the hay sells for ${x}0 more than the helper's pay. How much does the hay sell for?",
+    "{a} has {x} cows and {b} has {y} more cows than {a}. {c} has twice as many cows as {a} and {b} "
+    "together. How many cows do the three of them have?",
+    "A stable has {w} horses for rides. Each ride lasts {m} minutes and costs ${p}, and each horse gives "
+    "{y} rides a day. How much does the stable earn in {z} days?",
+    "{a} plants {x} sunflower seeds. {pct}% of them do not sprout, and each flower that grows gives {y}0 "
+    "seeds. How many seeds does {a} get from the flowers?",
+    "A farm stand sells eggs for ${z} a dozen and honey for ${p} a jar. On Saturday it sold {x} dozen "
+    "eggs and {y} jars of honey; on Sunday it sold half as many dozen eggs and {q} more jars of honey. "
+    "How much did the stand take in over the two days?",
+    "{a}'s farm has {t}00 acres. {a} plants corn on a third of the land and soybeans on a quarter of it, "
+    "and the rest is pasture for the cows. How many acres are pasture?",
+    "A truck carries {w}0 bales of straw on each trip. The farm needs {x}00 bales for the winter and has "
+    "already moved {y}0. How many more trips does the truck need to make?",
+    "{a} raises {x} ducks, and each duck lays {z} eggs a week. About {y} of the eggs break each week, and "
+    "a duck egg sells for ${q}. How much money does {a} make from duck eggs in {w} weeks?",
+    "A goat eats {q} kilograms of grass a day, and a cow eats {z} times as much as a goat. How many "
+    "kilograms of grass do {w} goats and {y} cows eat in a week?",
+    "In a flower garden, {a} planted {x}0 tulips, {b} planted {y} fewer tulips than {a}, and {c} planted "
+    "twice as many as {b}. How many tulips did they plant in all?",
+    "{a} has a flock of {x}0 sheep. In spring {y} lambs are born for every 10 sheep, and {a} sells {q}0 "
+    "of the older sheep. How many sheep are in the flock now?",
+    "A farm pond has {x}0 fish. A heron eats {z} fish a day, and each week {y} new fish hatch. How many "
+    "fish are in the pond after {w} weeks?",
+    "{a} picks {x} baskets of peaches with {y}0 peaches in each. {a} gives {pct}% of the peaches to the "
+    "neighbors and makes jam from the rest, {z} peaches for each jar. How many jars of jam can {a} make?",
+    "A tractor uses {z} liters of fuel for every hour of plowing. Each field takes {h} hours to plow, the "
+    "farmer has {y} fields, and fuel costs ${q} a liter. How much does the fuel for plowing cost?",
+    "{a} fences a square pen whose sides are {x} meters long, with a post every 2 meters along the "
+    "fence. How many posts does {a} need?",
+    "{a}'s farm earns ${x}00 a month from milk and ${y}00 a month from eggs. Feed costs ${z}0 a month and "
+    "the helper's pay is ${q}00 a month. How much does the farm make in a year?",
+    "At the market {a} sells {x} liters of milk for ${q} a liter, {y} dozen eggs for ${z} a dozen and {w} "
+    "rounds of cheese for ${p} each. How much money does {a} take home from the market?",
+)
+# fmt: on
+
+
+def farm_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of farms, gardens and animals (legs, eggs, milk, wool and honey, feed, rows
+    of plants, harvests sold, flocks that grow or shrink), from ``_FARM_STORY_TEMPLATES`` (no
+    instruction appended)."""
+    return _template_stories(_FARM_STORY_TEMPLATES, count, seed + 227)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -4175,6 +4277,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "stock-functions": stock_function_prompts,
     "score-problems": lambda seed: score_problems(1000, seed),
     "log-functions": log_function_prompts,
+    "farm-problems": lambda seed: farm_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
