@@ -339,7 +339,7 @@ And a fourteenth:
 And a fifteenth:
 
 - ``farm-problems``: GSM8K-shaped stories from 40 further templates of farms, gardens and animals:
-  legs and heads, eggs, milk, wool and honey, feed and hay, rows of plants and trees, harvests sold
+  animals' legs, eggs, milk, wool and honey, feed and hay, rows of plants and trees, harvests sold
   at a market, flocks and herds that grow or shrink.
 
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
@@ -4126,7 +4126,7 @@ def score_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_SCORE_STORY_TEMPLATES, count, seed + 211)
 
 
-# Farms, gardens and animals (``farm-problems``): legs and heads, eggs, milk, wool and honey, feed and
+# Farms, gardens and animals (``farm-problems``): animals' legs, eggs, milk, wool and honey, feed and
 # hay, rows of plants and trees, harvests sold at a market, flocks and herds that grow or shrink;
 # every slot is filled by :func:`_story_values`.
 # fmt: off
