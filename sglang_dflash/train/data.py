@@ -2373,7 +2373,7 @@ _LOG_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, l
      lambda line: next((int(w) for w in _log_message(line).split() if w.isdigit()), 0)),
 )
 _LOG_CHANGES = (  # (name part, phrase around the filtered noun phrase, line -> text)
-    ("messages", "the messages of {}", lambda line: _log_message(line)),
+    ("messages", "the messages of {}", _log_message),
     ("levels", "the levels of {} in lower case", lambda line: line.split(": ", 1)[0].lower()),
     ("first_words", "the first words of the messages of {}", lambda line: _log_message(line).split()[0]),
     ("upper_messages", "the messages of {} in upper case", lambda line: _log_message(line).upper()),
