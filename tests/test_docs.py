@@ -37,9 +37,9 @@ OUR_CLI = "sglang-dflash"
 
 
 def doc_files(root: str = ROOT) -> list[str]:
-    """README.md, every page under docs/ and the READMEs the pages link to (bench/, drafters/,
-    patches/), as paths relative to ``root``."""
-    pages = ["docs/*.md", "bench/README.md", "drafters/*/README.md", "patches/README.md"]
+    """README.md, every page under docs/ and the pages they link to (bench/, drafters/ with each
+    drafter's run log, patches/), as paths relative to ``root``."""
+    pages = ["docs/*.md", "bench/README.md", "drafters/*/README.md", "drafters/*/RUNS.md", "patches/README.md"]
     found = [p for pattern in pages for p in sorted(glob.glob(os.path.join(root, pattern)))]
     return ["README.md"] + [os.path.relpath(p, root) for p in found]
 

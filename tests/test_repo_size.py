@@ -45,7 +45,7 @@ def test_the_checkout_and_one_kit_part_fit_in_one_device_call():
     assert tree_mib <= budget_mib, (
         f"the checkout is {tree_mib:.1f} MiB; expected <= {budget_mib} MiB so that it travels to the GPU "
         f"host with a kit part (largest: {[(p, round(sizes[p] / MIB, 1)) for p in largest]}); keep large "
-        "files in git history only, as drafters/smollm2-135m-instruct/README.md does for earlier runs"
+        "files in git history only, as drafters/smollm2-135m-instruct/RUNS.md does for earlier runs"
     )
 
 

@@ -12,8 +12,8 @@ twenty-sixth 2.104, the twenty-fifth 2.074, the twenty-fourth 2.014, the twenty-
 Three chats of 48 tokens swing by a few hundredths to 0.12 between drafters whose replayed tau on
 200 evaluation prompts rises (the twenty-first, the twenty-fourth, the thirty-first), so the threshold
 follows the shipped drafter at a margin of about 0.1 below its value, down as well as up; the drafter
-README keeps every run's value. Earlier runs keep their weights in git history only (see that
-folder's README).
+folder's RUNS.md keeps every run's value. Earlier runs keep their weights in git history only (see
+that page).
 """
 
 import json
