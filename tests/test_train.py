@@ -21,7 +21,13 @@ from sglang_dflash import SamplingParams, load_drafter, spec_generate
 from sglang_dflash.draft_model import DFlashDraftModel
 from sglang_dflash.testing import make_tiny_drafter, make_tiny_target, tiny_train_config
 from sglang_dflash.train import trainer as trainer_module
-from sglang_dflash.train.data import builtin_prompts, overlapping_prompts, read_prompts, read_records
+from sglang_dflash.train.data import (
+    builtin_prompts,
+    overlapping_prompts,
+    parse_python,
+    read_prompts,
+    read_records,
+)
 from sglang_dflash.train.objective import (
     IGNORE,
     build_blocks,
@@ -391,7 +397,7 @@ def test_evaluation_shaped_sources_are_opt_in_parse_as_python_and_stay_disjoint(
     assert not [p for p in builtin_prompts() + shaped if sys.prefix in p or sys.base_prefix + "/" in p]
     code = code_completion_prompts()
     for prompt in code:  # a header and its docstring: valid Python, like a HumanEval prompt
-        ast.parse(prompt)
+        parse_python(prompt)
     doctests = [p for p in code if not p.startswith("import ")]  # the rest are stdlib headers
     assert len(doctests) >= 100 and all(p.count(">>> ") >= 2 for p in doctests)
     # The examples are the reference implementation's results, e.g. running_max's prefix maxima.
@@ -427,7 +433,7 @@ def test_second_evaluation_shaped_sources_are_opt_in_varied_python_and_disjoint(
     packages = package_completion_prompts()
     assert len(packages) > 500 and sum(">>> " in p for p in packages) > 300
     for prompt in packages:  # an import, a header and its docstring: valid Python, no dispatcher args
-        ast.parse(prompt)
+        parse_python(prompt)
         assert "backend_kwargs" not in prompt and len(prompt) <= 1500
     # The docstring keeps the summary and the examples, not the parameter tables.
     doc = "Sum it.\n\nParameters\n----------\nx : int\n\n"
@@ -453,7 +459,7 @@ def test_library_completions_are_numpy_scipy_pandas_headers_disjoint_from_the_ot
     assert {"import numpy as np", "from scipy import stats", "import pandas as pd"} <= imports
     assert len(prompts) > 500 and sum(">>> " in p for p in prompts) > 400
     for prompt in prompts:  # an import, a header and its docstring: valid Python, no private names
-        tree = ast.parse(prompt)
+        tree = parse_python(prompt)
         assert not tree.body[-1].name.startswith("_") and len(prompt) <= 1500
     mix = builtin_prompts(sources=("library-completions",))
     assert sorted(mix) == sorted(set(prompts))
@@ -481,7 +487,7 @@ def _doctest_examples(prompts: list[str], name: str) -> list[tuple[tuple, object
 def _assert_one_named_task_each(prompts: list[str]) -> None:
     """Every prompt parses (a typing import, a header and its docstring), has 2-3 ``>>>`` examples, and
     names its own function: one task per combination, named after its parts."""
-    names = [ast.parse(prompt).body[-1].name for prompt in prompts]
+    names = [parse_python(prompt).body[-1].name for prompt in prompts]
     assert len(set(names)) == len(prompts) and all(2 <= p.count(">>> ") <= 3 for p in prompts)
 
 

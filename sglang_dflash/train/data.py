@@ -628,14 +628,21 @@ def _completion_prompt(name: str, fn, import_line: str, max_chars: int) -> str |
     return prompt if len(prompt) <= max_chars and _parses(prompt) else None
 
 
-def _parses(source: str) -> bool:
-    """Whether ``source`` is valid Python (a docstring's ``\\x`` that is not an escape is not)."""
+def parse_python(source: str) -> ast.Module:
+    """``ast.parse(source)``, quiet about a docstring's ``\\x`` that is not an escape: still valid
+    Python, warned about as a DeprecationWarning up to 3.11 and a SyntaxWarning since 3.12."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SyntaxWarning)  # "invalid escape sequence": still Python
-        try:
-            ast.parse(source)
-        except SyntaxError:
-            return False
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return ast.parse(source)
+
+
+def _parses(source: str) -> bool:
+    """Whether ``source`` is valid Python."""
+    try:
+        parse_python(source)
+    except SyntaxError:
+        return False
     return True
 
 
