@@ -388,6 +388,13 @@ def _add_train(sub) -> None:
         "products, else fp32), bf16 or fp32",
     )
     p.add_argument(
+        "--feature-precision",
+        default=defaults.feature_precision,
+        help="with --features-from-tokens, the target's pass that computes the features: fp32 (exact, "
+        "the default), bf16 (autocast: on a CPU with native bf16 dot products that pass, most of a "
+        "step, runs faster) or auto (as --precision)",
+    )
+    p.add_argument(
         "--sample-positions",
         action="store_true",
         help="importance-sample block positions by their loss weight (same objective, cheaper lm_head)",

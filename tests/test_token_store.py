@@ -278,6 +278,47 @@ def test_training_on_token_stores_sees_the_rebuilt_feature_stores_batches_and_fe
     assert logs["tokens"][-1]["heldout_loss"] == pytest.approx(logs["stored"][-1]["heldout_loss"], rel=1e-3)
 
 
+def test_token_store_features_from_a_bf16_target_pass_are_near_the_float32_ones_and_not_them(
+    target, tmp_path, capsys
+):
+    """``--feature-precision bf16`` runs the target's feature pass under bf16 autocast (most of a
+    float32 CPU step is that pass): the features move by bf16's rounding, no further."""
+    from sglang_dflash.cli import main as cli_main
+    from sglang_dflash.testing import tiny_train_config
+    from sglang_dflash.train.trainer import load_training_data
+
+    paths = _token_and_feature_stores(target, tmp_path)
+    exact_cfg = tiny_train_config(
+        "", tmp_path / "o", features=paths["a"][0], features_from_tokens=True, target_layer_ids=LAYERS
+    )
+    exact, _ = load_training_data(replace(exact_cfg, order_seed=5, batch_size=4), target)
+    fast, _ = load_training_data(
+        replace(exact_cfg, order_seed=5, batch_size=4, feature_precision="bf16"), target
+    )
+    for step in range(3):
+        want, got = exact.features(step), fast.features(step)
+        assert not torch.equal(got, want)  # the pass did run in bf16
+        scale = want.abs().mean()
+        assert (got - want).abs().mean() < 0.02 * scale and (got - want).abs().max() < 0.2 * scale
+    with pytest.raises(
+        ValueError, match=r"train: --feature-precision is 'fp16'; expected one of auto, bf16, fp32"
+    ):
+        replace(exact_cfg, feature_precision="fp16")
+    args = [
+        "train",
+        "--target",
+        "t",
+        "--data",
+        "x.jsonl",
+        "--out",
+        str(tmp_path / "o"),
+        "--feature-precision",
+        "fp16",
+    ]
+    assert cli_main(args) == 2
+    assert "train: --feature-precision is 'fp16'; expected one of auto, bf16, fp32" in capsys.readouterr().err
+
+
 def test_training_on_token_stores_is_refused_without_its_layers_target_or_stores(target, tmp_path, capsys):
     from sglang_dflash.cli import main as cli_main
     from sglang_dflash.testing import tiny_train_config

@@ -119,6 +119,8 @@ class TrainConfig:
     threads: int | None = None
     max_minutes: float | None = None
     precision: str = "auto"  # the training steps' autocast: see resolve_precision
+    # The target's pass for features_from_tokens: fp32 (exact), or bf16 autocast (see TokenFeatureStores).
+    feature_precision: str = "fp32"
     # The last ``fresh_stores`` stores given (--features, then --extra-features) fill ``fresh_share``
     # of every batch (rounded to whole rows), the others the rest: see SequenceBatches.
     fresh_stores: int = 0
@@ -147,8 +149,9 @@ class TrainConfig:
             isinstance(self.order_seed, bool) or not isinstance(self.order_seed, int) or self.order_seed < 0
         ):
             raise train_error("order_seed", self.order_seed, "an integer >= 0, or None")
-        if self.precision not in PRECISIONS:
-            raise train_error("precision", self.precision, f"one of {', '.join(PRECISIONS)}")
+        for name in ("precision", "feature_precision"):
+            if getattr(self, name) not in PRECISIONS:
+                raise train_error(name, getattr(self, name), f"one of {', '.join(PRECISIONS)}")
         if not self.lr > 0:
             raise train_error("lr", self.lr, "a positive number")
         if self.gamma is not None and not self.gamma > 0:
@@ -555,7 +558,8 @@ def open_feature_stores(
         return FeatureStores.open(paths)
     if target is None:
         raise train_error("features_from_tokens", True, "a target to compute the token stores' features with")
-    return TokenFeatureStores.open(paths, target, config.target_layer_ids)
+    bf16 = resolve_precision(config.feature_precision, config.device) == "bf16"
+    return TokenFeatureStores.open(paths, target, config.target_layer_ids, bf16_target=bf16)
 
 
 def load_training_data(
