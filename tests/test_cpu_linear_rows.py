@@ -1,23 +1,18 @@
 """bench/cpu_linear_rows.py: its products agree with F.linear, its report, and its refusals."""
 
-import importlib.util
 import os
 import sys
 
 import pytest
 import torch
+from bench_scripts import load_bench_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
 def linear_rows():
-    spec = importlib.util.spec_from_file_location(
-        "cpu_linear_rows", os.path.join(ROOT, "bench", "cpu_linear_rows.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("cpu_linear_rows")
 
 
 def test_every_timed_product_computes_the_linear(linear_rows):

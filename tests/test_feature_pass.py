@@ -1,24 +1,19 @@
 """bench/feature_pass.py: its drift measure, its report, and its refusals (the timing itself runs on
 the real target: bench/README.md, "The trainer's feature pass in bf16")."""
 
-import importlib.util
 import os
 import sys
 
 import pytest
 import torch
+from bench_scripts import load_bench_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
 def feature_pass():
-    spec = importlib.util.spec_from_file_location(
-        "feature_pass", os.path.join(ROOT, "bench", "feature_pass.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("feature_pass")
 
 
 def test_drift_is_relative_to_the_mean_magnitude_and_to_each_large_element(feature_pass):

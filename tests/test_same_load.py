@@ -1,21 +1,18 @@
 """bench/same_load.py: the modes it accepts and the report it writes (its servers run in bench sessions)."""
 
-import importlib.util
 import json
 import os
 import re
 
 import pytest
+from bench_scripts import load_bench_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
 def same_load():
-    spec = importlib.util.spec_from_file_location("same_load", os.path.join(ROOT, "bench", "same_load.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("same_load")
 
 
 def test_a_fixed_width_mode_is_the_adaptive_policy_with_that_width_set(same_load):

@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
-
 import pytest
+from bench_scripts import load_bench_script
 
-PATH = os.path.join(os.path.dirname(__file__), "..", "bench", "width_ceiling.py")
-spec = importlib.util.spec_from_file_location("width_ceiling", PATH)
-wc = importlib.util.module_from_spec(spec)
-sys.modules["width_ceiling"] = wc  # dataclasses look their module up while the class is built
-spec.loader.exec_module(wc)
+wc = load_bench_script("width_ceiling")
 
 COSTS = wc.StepCosts(plain=100.0, draft=20.0, verify=((1, 100.0), (3, 160.0), (16, 200.0)), accept=10.0)
 
