@@ -39,8 +39,13 @@ OUR_CLI = "sglang-dflash"
 def doc_files(root: str = ROOT) -> list[str]:
     """README.md, every page under docs/ and the pages they link to (bench/, drafters/ with each
     drafter's run log, patches/), as paths relative to ``root``."""
-    pages = ["docs/*.md", "bench/README.md", "drafters/*/README.md", "drafters/*/RUNS.md"]
-    pages.append("patches/README.md")
+    pages = [
+        "docs/*.md",
+        "bench/README.md",
+        "drafters/*/README.md",
+        "drafters/*/RUNS.md",
+        "patches/README.md",
+    ]
     found = [p for pattern in pages for p in sorted(glob.glob(os.path.join(root, pattern)))]
     return ["README.md"] + [os.path.relpath(p, root) for p in found]
 
