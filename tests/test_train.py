@@ -536,6 +536,7 @@ CODE_SOURCES = (
     "sequence-functions",
     "stock-functions",
     "log-functions",
+    "url-functions",
 )
 
 
@@ -1196,6 +1197,42 @@ def test_log_functions_are_every_combination_with_right_examples_and_disjoint_fr
     sentence = "Return the messages of the lines whose level is ERROR in upper case joined by commas"
     assert sentence in next(p for p in prompts if "def joined_upper_messages_errors(logs: List" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("log-functions", prompts)
+
+
+def test_url_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from urllib.parse import parse_qsl, urlsplit
+
+    from sglang_dflash.train.data import url_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries): every text change
+    # is named, so none has a count.
+    prompts = _checked_pool(url_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    def segments(url: str) -> list[str]:
+        return urlsplit(url).path.strip("/").split("/") if urlsplit(url).path.strip("/") else []
+
+    # The examples are what the docstring says, computed here independently of the source's code
+    # (the standard library's url parser).
+    for (urls,), result in _doctest_examples(prompts, "sum_host_lengths_secure"):
+        assert 3 <= len(urls) <= 5 and len(set(urls)) == len(urls)
+        assert result == sum(len(urlsplit(u).netloc) for u in urls if urlsplit(u).scheme == "https")
+    for (urls,), result in _doctest_examples(prompts, "list_parameter_counts_urls"):
+        assert result == [len(parse_qsl(urlsplit(u).query)) for u in urls]
+    for (urls,), result in _doctest_examples(prompts, "largest_depths_with_query"):
+        assert result == max((len(segments(u)) for u in urls if urlsplit(u).query), default=None)
+    for (urls,), result in _doctest_examples(prompts, "joined_last_segments_deep"):
+        assert result == ",".join(segments(u)[-1] for u in urls if len(segments(u)) > 1)
+    for (urls,), result in _doctest_examples(prompts, "alphabetical_bare_hosts_www"):
+        hosts = [urlsplit(u).netloc for u in urls]
+        assert result == sorted(host[4:] for host in hosts if host[:4] == "www.")
+    for (urls,), result in _doctest_examples(prompts, "list_schemes_org"):
+        assert result == [urlsplit(u).scheme.upper() for u in urls if urlsplit(u).netloc[-4:] == ".org"]
+    for (urls,), result in _doctest_examples(prompts, "mean_lengths_short"):
+        kept = [len(u) for u in urls if len(u) < 31]
+        assert result == (round(sum(kept) / len(kept), 2) if kept else 0.0)
+    sentence = "Return the hosts of the urls whose scheme is https joined by commas"
+    assert sentence in next(p for p in prompts if "def joined_hosts_secure(urls: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("url-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

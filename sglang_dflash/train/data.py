@@ -316,6 +316,16 @@ And a thirty-fourth:
   message's first word, message in upper case) of each kept line and a summary
   (``sum_message_lengths_errors(logs)``), every combination once (364 tasks).
 
+And a thirty-fifth:
+
+- ``url-functions``: the same shape over web addresses (``urls: List[str]``, each
+  ``"scheme://host/path?query"``, the path and the query possibly empty): a filter (https, a query,
+  a host starting with 'www.', a host ending with '.org', two path segments or more, at most 30
+  characters, all), a change that makes a number (the host's length, path segments, query
+  parameters, the address's length) or a text (host, scheme in upper case, last path segment, host
+  without 'www.') of each kept address and a summary (``sum_host_lengths_secure(urls)``), every
+  combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -2414,6 +2424,85 @@ def log_function_prompts(seed: int = 0) -> list[str]:
     return _number_and_item_prompts(random.Random(seed + 223), *parts, "logs", "List[str]", _log_lines, iter)
 
 
+# HumanEval-shaped tasks over web addresses (``url-functions``: ``urls`` is a list of
+# ``"scheme://host/path?query"`` strings, the path and the query possibly empty); a filter over the
+# addresses, a change that makes a number (host's length, path segments, query parameters, the
+# address's length) or a text (host, scheme in upper case, last path segment, host without 'www.')
+# of each kept address and a summary, composed as the list tasks are.
+
+
+def _url_host(url: str) -> str:
+    """The host of a ``"scheme://host/path?query"`` address."""
+    return url.split("://", 1)[1].split("/", 1)[0]
+
+
+def _url_segments(url: str) -> list[str]:
+    """The non-empty path segments of a ``"scheme://host/path?query"`` address, in order."""
+    path = url.split("://", 1)[1].split("?", 1)[0].split("/", 1)[1]
+    return [segment for segment in path.split("/") if segment]
+
+
+def _url_parameters(url: str) -> list[str]:
+    """The ``name=value`` parameters of an address's query, none without a query."""
+    return url.split("?", 1)[1].split("&") if "?" in url else []
+
+
+# fmt: off
+_URL_FILTERS = (  # (name part, noun phrase, keep(url))
+    ("secure", "the urls whose scheme is https", lambda url: url.startswith("https://")),
+    ("with_query", "the urls with a query (a '?' part)", lambda url: "?" in url),
+    ("www", "the urls whose host starts with 'www.'", lambda url: _url_host(url).startswith("www.")),
+    ("org", "the urls whose host ends with '.org'", lambda url: _url_host(url).endswith(".org")),
+    ("deep", "the urls whose path has at least two segments", lambda url: len(_url_segments(url)) >= 2),
+    ("short", "the urls of at most 30 characters", lambda url: len(url) <= 30),
+    ("urls", "all the urls", lambda url: True),
+)
+_URL_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, url -> number)
+    ("host_lengths", "the lengths of the hosts of {}", lambda url: len(_url_host(url))),
+    ("depths", "the numbers of path segments of {}", lambda url: len(_url_segments(url))),
+    ("parameter_counts", "the numbers of query parameters of {}", lambda url: len(_url_parameters(url))),
+    ("lengths", "the lengths of {}", len),
+)
+_URL_CHANGES = (  # (name part, phrase around the filtered noun phrase, url -> text)
+    ("hosts", "the hosts of {}", _url_host),
+    ("schemes", "the schemes of {} in upper case", lambda url: url.split("://", 1)[0].upper()),
+    ("last_segments", "the last path segments of {} ('' for a url without one)",
+     lambda url: (_url_segments(url) or [""])[-1]),
+    ("bare_hosts", "the hosts of {}, each without a leading 'www.'",
+     lambda url: _url_host(url).removeprefix("www.")),
+)
+_URL_SCHEMES = ("http", "https", "https", "ftp")
+_URL_HOSTS = (
+    "example.com", "www.example.com", "shop.net", "www.news.org", "docs.python.org", "api.site.io",
+    "blog.dev", "www.library.org", "mail.home.net",
+)
+_URL_PATHS = ("", "index.html", "a/b", "docs/intro", "img/cat.png", "api/v2/users", "search", "about")
+_URL_QUERIES = ("", "", "q=cats", "page=2", "id=7&sort=asc", "lang=en&page=3&size=10")
+# fmt: on
+
+
+def _urls(rng: random.Random) -> tuple[list[str]]:
+    """3-5 distinct ``"scheme://host/path?query"`` addresses (an empty path keeps its '/'): the whole
+    argument tuple of the url tasks' examples."""
+    urls: list[str] = []
+    count = rng.randint(3, 5)
+    while len(urls) < count:
+        query = rng.choice(_URL_QUERIES)
+        url = f"{rng.choice(_URL_SCHEMES)}://{rng.choice(_URL_HOSTS)}/{rng.choice(_URL_PATHS)}"
+        url += f"?{query}" if query else ""
+        if url not in urls:
+            urls.append(url)
+    return (urls,)
+
+
+def url_function_prompts(seed: int = 0) -> list[str]:
+    """Every url filter x change x summary task over ``urls: List[str]``, with 2-3 examples each: the
+    number changes with the number summaries, the text changes with the word summaries (joined by
+    commas)."""
+    parts = (_URL_FILTERS, _URL_NUMBER_CHANGES, _URL_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _number_and_item_prompts(random.Random(seed + 229), *parts, "urls", "List[str]", _urls, iter)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -4285,6 +4374,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "score-problems": lambda seed: score_problems(1000, seed),
     "log-functions": log_function_prompts,
     "farm-problems": lambda seed: farm_problems(1000, seed),
+    "url-functions": url_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
