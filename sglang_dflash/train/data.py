@@ -2363,6 +2363,16 @@ def stock_function_prompts(seed: int = 0) -> list[str]:
 # tasks are.
 
 
+def _distinct_draws(rng: random.Random, count: int, draw: Callable[[random.Random], str]) -> list[str]:
+    """``count`` distinct values of ``draw(rng)`` in the order first drawn (repeats drawn again)."""
+    values: list[str] = []
+    while len(values) < count:
+        value = draw(rng)
+        if value not in values:
+            values.append(value)
+    return values
+
+
 def _log_message(line: str) -> str:
     """The message of a ``"LEVEL: message"`` log line."""
     return line.split(": ", 1)[1]
@@ -2407,13 +2417,13 @@ _LOG_MESSAGES = (
 def _log_lines(rng: random.Random) -> tuple[list[str]]:
     """3-6 distinct ``"LEVEL: message"`` lines, the numbers in the messages drawn from 1 to 99: the
     whole argument tuple of the log tasks' examples."""
-    lines: list[str] = []
     count = rng.randint(3, 6)
-    while len(lines) < count:
-        line = f"{rng.choice(_LOG_LEVELS)}: {rng.choice(_LOG_MESSAGES).format(rng.randint(1, 99))}"
-        if line not in lines:
-            lines.append(line)
-    return (lines,)
+    return (_distinct_draws(rng, count, _log_line),)
+
+
+def _log_line(rng: random.Random) -> str:
+    """One ``"LEVEL: message"`` line, the number in its message (if any) drawn from 1 to 99."""
+    return f"{rng.choice(_LOG_LEVELS)}: {rng.choice(_LOG_MESSAGES).format(rng.randint(1, 99))}"
 
 
 def log_function_prompts(seed: int = 0) -> list[str]:
@@ -2484,15 +2494,15 @@ _URL_QUERIES = ("", "", "q=cats", "page=2", "id=7&sort=asc", "lang=en&page=3&siz
 def _urls(rng: random.Random) -> tuple[list[str]]:
     """3-5 distinct ``"scheme://host/path?query"`` addresses (an empty path keeps its '/'): the whole
     argument tuple of the url tasks' examples."""
-    urls: list[str] = []
     count = rng.randint(3, 5)
-    while len(urls) < count:
-        query = rng.choice(_URL_QUERIES)
-        url = f"{rng.choice(_URL_SCHEMES)}://{rng.choice(_URL_HOSTS)}/{rng.choice(_URL_PATHS)}"
-        url += f"?{query}" if query else ""
-        if url not in urls:
-            urls.append(url)
-    return (urls,)
+    return (_distinct_draws(rng, count, _url),)
+
+
+def _url(rng: random.Random) -> str:
+    """One ``"scheme://host/path?query"`` address (an empty path keeps its '/', an empty query no '?')."""
+    query = rng.choice(_URL_QUERIES)
+    url = f"{rng.choice(_URL_SCHEMES)}://{rng.choice(_URL_HOSTS)}/{rng.choice(_URL_PATHS)}"
+    return url + (f"?{query}" if query else "")
 
 
 def url_function_prompts(seed: int = 0) -> list[str]:
