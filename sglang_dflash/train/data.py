@@ -352,6 +352,12 @@ And a fifteenth:
   animals' legs, eggs, milk, wool and honey, feed and hay, rows of plants and trees, harvests sold
   at a market, flocks and herds that grow or shrink.
 
+And a sixteenth:
+
+- ``pay-problems``: GSM8K-shaped stories from 40 further templates of pay and savings: hourly wages
+  and overtime past 40 hours, commissions, tips, piece rates, two jobs, raises, taxes taken out,
+  allowances and chores, savings towards a goal, earnings split by the hours worked.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -4328,6 +4334,101 @@ def farm_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_FARM_STORY_TEMPLATES, count, seed + 227)
 
 
+# Pay and savings (``pay-problems``): hourly wages, overtime past 40 hours, commissions, tips, piece
+# rates, two jobs, raises, taxes taken out, allowances and chores, savings towards a goal, earnings
+# split by hours worked; every slot is filled by :func:`_story_values`.
+# fmt: off
+_PAY_STORY_TEMPLATES = (
+    "{a} earns ${p} an hour and works {h} hours a day, {w} days a week. How much does {a} earn in {z} "
+    "weeks?",
+    "{a} is paid ${p} an hour for the first 40 hours of a week and one and a half times that for every "
+    "hour after 40. {a} worked {hours} hours this week. How much did {a} earn?",
+    "{a} gets an allowance of ${y} a week and spends ${q} of it on snacks. How many weeks must {a} save "
+    "to buy a game that costs ${x}?",
+    "A salesperson earns ${x}0 a week plus {pct}% of every sale. This week {a} sold ${y}00 worth of "
+    "shoes. How much did {a} earn this week?",
+    "{a} walks dogs for ${p} an hour and mows lawns for ${x} a lawn. Last month {a} walked dogs for {t} "
+    "hours and mowed {y} lawns. How much did {a} earn last month?",
+    "{a} makes ${x}0 a day at a cafe and gets about ${y} in tips for each hour of a {h}-hour shift. How "
+    "much does {a} take home from {w} shifts?",
+    "{a}'s pay is ${x}00 a month. After a {pct}% raise, how much will {a} earn in a year?",
+    "{a} already has ${x}0 saved and adds ${z}0 every month. {b} has nothing saved but adds ${y}0 every "
+    "month. How much will they have saved together after {w} months?",
+    "{a} works at a bakery for ${p} an hour, and {pct}% of each paycheck goes to taxes. If {a} works {h} "
+    "hours a day for {w} days, how much does {a} take home?",
+    "A delivery driver is paid ${q} for each package and ${z} for each mile driven. On Monday {a} "
+    "delivered {x} packages and drove {y}0 miles. How much did {a} earn on Monday?",
+    "{a} wants to buy a bike that costs ${x}0. {a} has ${y}0 and earns ${p} each week walking dogs. How "
+    "many weeks will it take {a} to afford the bike?",
+    "{a} and {b} painted a fence together and were paid ${x}0. {a} worked {h} hours and {b} worked {w} "
+    "hours, and they split the money by the hours they worked. How much did {a} get?",
+    "{a} tutors math for ${x} an hour. Each week {a} has {y} students, and each student has a {m}-minute "
+    "lesson. How much does {a} earn in {z} weeks?",
+    "A factory worker is paid ${q} for every box packed. {a} packs {x} boxes an hour and works {h} hours "
+    "a day. How much does {a} earn in a {w}-day week?",
+    "{a} earns ${x}00 a month, spends a third of it on rent and ${y}0 on food, and saves the rest. How "
+    "much does {a} save in {w} months?",
+    "{a} sells lemonade for ${q} a cup. The lemons and sugar for each pitcher cost ${z}, and each pitcher "
+    "fills {t} cups. If {a} sells {w} pitchers of lemonade, how much profit does {a} make?",
+    "{a} gets paid every two weeks, ${x}0 for every day worked, and works {w} days each week. How much "
+    "is one paycheck?",
+    "{a} works two jobs. At the store {a} makes ${p} an hour for {h} hours a week, and at the library "
+    "${y} an hour for {t} hours a week. How much does {a} earn in {z} weeks?",
+    "{a}'s old job paid ${p} an hour for {h} hours a day. The new job pays ${q} more an hour for the same "
+    "hours. How much more does {a} earn in {t} workdays at the new job?",
+    "A waiter earns ${z} an hour plus tips. On Friday {a} worked {h} hours and served {y} tables, and "
+    "each table left a ${w} tip. How much did {a} make on Friday?",
+    "{a}'s grandmother gives {a} ${y} on every birthday, and {a}'s uncle gives twice as much. {a} puts "
+    "all of it in a piggy bank. How much is in the bank after {a}'s birthdays from age {z} to age {t}?",
+    "{a} charges ${x} to wash a car and ${y} more to clean the inside as well. On Saturday {a} washed "
+    "{t} cars, and {z} of them also had the inside cleaned. How much did {a} earn?",
+    "A company pays each of its {y} workers ${x}0 a day. The job takes {w} days, and at the end every "
+    "worker gets a bonus of ${p}0. How much does the company pay in all?",
+    "{a} earns ${p} an hour and works from 9 a.m. to {z} p.m. with a {m}-minute unpaid lunch break. How "
+    "much does {a} earn in one day?",
+    "{a} puts ${x}0 in a savings account that pays {q}% interest at the end of each year. How much is "
+    "in the account after 2 years?",
+    "{a} is saving for a ${x}0 concert ticket. {a} earns ${p} each Saturday and ${q} each Sunday doing "
+    "chores. How many weekends until {a} can buy the ticket?",
+    "{a} is paid ${x} for each article written. Last month {a} wrote {y} articles a week for {w} weeks "
+    "and got a bonus of ${z}0 for the month. How much did {a} earn last month?",
+    "{a} earns ${p} an hour at a car wash and works {h} hours every Saturday and {w} hours every Sunday. "
+    "How many weeks must {a} work to earn at least ${x}00?",
+    "A team of {y} workers shares a bonus of ${x}00 equally, and each worker also gets ${z}0 for every "
+    "year worked. {a} has worked {w} years. How much does {a} get?",
+    "{a}'s weekly pay is ${x}0. {a} gives {pct}% of it to the household and spends ${q}0 on bus fare. "
+    "How much is left each week?",
+    "{a} watches {b}'s children for ${p} an hour. {a} arrives at {z} p.m., stays until {t} p.m. and gets "
+    "a ${q} tip. How much does {a} make?",
+    "{a} sells handmade bracelets for ${p} each. The beads for each bracelet cost ${q}, and the stall at "
+    "the fair costs ${x}. How much profit does {a} make by selling {y}0 bracelets?",
+    "{a} earns ${x}0 a week and saves half of it. {b} earns ${y}0 more a week than {a} and saves a "
+    "quarter of it. Who saves more in a week, and by how much?",
+    "{a} gets a ${x}0 signing bonus and ${p}0 a day for a {w}-week summer job, working {z} days each "
+    "week. How much does {a} earn over the summer?",
+    "{a} picks apples for ${q} a bucket, and each bucket takes {m} minutes to fill. How much does {a} "
+    "earn in a {h}-hour day?",
+    "{a} gets ${y} for each chore on the family list. This week there are {t} chores, and {a} does all "
+    "but {z} of them. How much does {a} earn in {w} weeks like this one?",
+    "For every $10 {a} saves, {a}'s employer adds ${z}. {a} saves ${x}0 a month. How much goes into the "
+    "account in {w} months?",
+    "{a} mows {y} lawns a week for ${x} each and pays ${q} a week for gas for the mower. How much money "
+    "does {a} have after {t} weeks?",
+    "{a} starts a new job at ${x}00 a month and gets a raise of ${y}0 a month after every {z} months. How "
+    "much will {a} earn in the first year?",
+    "{a}, {b} and {c} run a car wash. {a} washed {x} cars, {b} washed {y} more than {a}, and {c} washed "
+    "half as many as {b}. At ${z} a car, how much did they earn together?",
+)
+# fmt: on
+
+
+def pay_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of pay and savings (hourly wages and overtime, commissions, tips, piece
+    rates, raises, taxes, allowances, savings towards a goal), from ``_PAY_STORY_TEMPLATES`` (no
+    instruction appended)."""
+    return _template_stories(_PAY_STORY_TEMPLATES, count, seed + 233)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -4385,6 +4486,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "log-functions": log_function_prompts,
     "farm-problems": lambda seed: farm_problems(1000, seed),
     "url-functions": url_function_prompts,
+    "pay-problems": lambda seed: pay_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
