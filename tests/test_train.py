@@ -1209,7 +1209,7 @@ def test_url_functions_are_every_combination_with_right_examples_and_disjoint_fr
     prompts = _checked_pool(url_function_prompts, 7 * (4 * 9 + 4 * 4))
 
     def segments(url: str) -> list[str]:
-        return urlsplit(url).path.strip("/").split("/") if urlsplit(url).path.strip("/") else []
+        return [segment for segment in urlsplit(url).path.split("/") if segment]
 
     # The examples are what the docstring says, computed here independently of the source's code
     # (the standard library's url parser).

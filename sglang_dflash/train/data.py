@@ -1069,6 +1069,16 @@ def _number_and_item_prompts(
     return prompts
 
 
+def _distinct_draws(rng: random.Random, count: int, draw: Callable[[random.Random], str]) -> list[str]:
+    """``count`` distinct values of ``draw(rng)`` in the order first drawn (repeats drawn again)."""
+    values: list[str] = []
+    while len(values) < count:
+        value = draw(rng)
+        if value not in values:
+            values.append(value)
+    return values
+
+
 def _number_list(rng: random.Random) -> list[int]:
     """4-7 distinct numbers from -20 to 39: the list argument of the number tasks' examples."""
     return rng.sample(range(-20, 40), rng.randint(4, 7))
@@ -2367,16 +2377,6 @@ def stock_function_prompts(seed: int = 0) -> list[str]:
 # number (message's length, words, digits, the number in it) or a text (message, level in lower case,
 # message's first word, message in upper case) of each kept line and a summary, composed as the list
 # tasks are.
-
-
-def _distinct_draws(rng: random.Random, count: int, draw: Callable[[random.Random], str]) -> list[str]:
-    """``count`` distinct values of ``draw(rng)`` in the order first drawn (repeats drawn again)."""
-    values: list[str] = []
-    while len(values) < count:
-        value = draw(rng)
-        if value not in values:
-            values.append(value)
-    return values
 
 
 def _log_message(line: str) -> str:
