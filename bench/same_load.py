@@ -9,7 +9,9 @@ its own round.
 Modes: ``plain``; ``dflash`` (the whole block); ``adaptive`` (``--speculative-adaptive``, default
 config); ``w<k>`` or ``w<k>+<k>...`` (DFLASH verifying only those widths: the adaptive policy with
 that width set, no exploration); ``adaptive:<k>+<k>...`` (the default policy, exploration included,
-choosing among those widths). Every DFLASH mode uses the drafter's hot vocabulary when
+choosing among those widths); ``adaptive@<key>=<json>[@<key>=<json>...]`` (the default policy with
+those ``--speculative-adaptive-config`` settings, e.g. ``adaptive@confirm_promising=false``).
+Every DFLASH mode uses the drafter's hot vocabulary when
 ``--token-map`` is given and writes its ``SGLANG_DFLASH_PROFILE`` phases next to the results (a row
 keeps the steps each verify width ran). ``--cores`` are the server's OpenMP cores
 (``SGLANG_CPU_OMP_THREADS_BIND``; run the script under ``taskset`` with the same cores). Greedy
@@ -37,6 +39,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 from cpu_server import CpuServer  # noqa: E402  (the tests' CPU server launcher)
 
+from sglang_dflash.adaptive import AdaptiveConfig  # noqa: E402
 from sglang_dflash.bench.engine_run import format_width_steps, read_profile  # noqa: E402
 from sglang_dflash.bench.report import agg_pyplot, save_figure, write_markdown  # noqa: E402
 
@@ -55,6 +58,9 @@ def mode_flags(mode: str, drafter: str, token_map: str | None) -> list[str]:
         return flags
     if mode == "adaptive":
         return flags + ["--speculative-adaptive"]
+    if mode.startswith("adaptive@"):
+        config = adaptive_settings(mode)
+        return flags + ["--speculative-adaptive", "--speculative-adaptive-config", json.dumps(config)]
     # w<k>+<k>: only those widths, no exploration; adaptive:<k>+<k>: the default policy, those widths.
     explore = mode.startswith("adaptive:")
     widths = mode.split(":", 1)[1] if explore else mode[1:] if mode.startswith("w") else ""
@@ -68,6 +74,27 @@ def mode_flags(mode: str, drafter: str, token_map: str | None) -> list[str]:
     if not explore:
         config["explore_every"] = 1_000_000
     return flags + ["--speculative-adaptive", "--speculative-adaptive-config", json.dumps(config)]
+
+
+def adaptive_settings(mode: str) -> dict:
+    """The settings of an ``adaptive@<key>=<json>[@...]`` mode, checked as the server would check them."""
+    config = {}
+    for setting in mode.split("@")[1:]:
+        key, sep, value = setting.partition("=")
+        try:
+            if not sep:
+                raise ValueError("no '='")
+            config[key] = json.loads(value)
+        except ValueError as e:
+            raise SystemExit(
+                f"--modes: {mode!r} has the setting {setting!r}; expected <key>=<json value>, "
+                f"e.g. adaptive@confirm_promising=false ({e})"
+            ) from e
+    try:
+        AdaptiveConfig.from_dict(config)
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f"--modes: {mode!r}: {e}") from e
+    return config
 
 
 def server_flags(mode: str, dtype: str, drafter: str, token_map: str | None) -> list[str]:
@@ -186,7 +213,8 @@ def main() -> None:
     parser.add_argument(
         "--modes",
         required=True,
-        help="comma-separated: plain, dflash, adaptive, w<k>[+<k>...], adaptive:<k>[+<k>...]",
+        help="comma-separated: plain, dflash, adaptive, w<k>[+<k>...], adaptive:<k>[+<k>...], "
+        "adaptive@<key>=<json>[@...]",
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--model", default=DEFAULT_MODEL)

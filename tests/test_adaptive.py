@@ -310,3 +310,57 @@ def test_an_inline_adaptive_config_is_kept_for_the_worker():
     args = server_args(speculative_adaptive_config='{"widths": [1, 2]}')
     take_adaptive_settings(args)
     assert AdaptiveConfig.from_dict(getattr(args, ADAPTIVE_ATTR)) == AdaptiveConfig(widths=(1, 2))
+
+
+def widths_chosen_after_a_slow_sample(confirm_promising: bool, steps: int = 40) -> list[int]:
+    """Width 4 truly takes half width 8's step time, but its first three steps were measured slow
+    (another process held the core), so width 8 leads; every step then takes its true time."""
+    true_seconds = {1: 0.05, 4: 0.06, 8: 0.12, 16: 0.5}
+    config = AdaptiveConfig(widths=WIDTHS, explore_every=8, confirm_promising=confirm_promising)
+    policy = VerifyWidthPolicy(config)
+    for width, samples in ((1, [0.05]), (4, [0.3] * 3), (8, [0.12] * 5), (16, [0.5])):
+        for seconds in samples:
+            policy.record_time(1, width, seconds)
+    for _ in range(20):  # two of seven drafts accepted per step: width 8 beats plain decoding
+        policy.record_acceptance(8, [2])
+    chosen = []
+    for _ in range(steps):
+        width = policy.choose(1)
+        chosen.append(width)
+        observe(policy, 1, width, true_seconds[width], [min(2, width - 1)])
+    return chosen
+
+
+def test_a_neighbour_measured_fast_again_is_confirmed_at_once_instead_of_waiting_for_its_median():
+    """Its median rests on samples explore_every steps apart: without confirmation one slow sample
+    among them keeps the slower width for about a hundred steps (a CPU bench at one request
+    verified width 8 on 28 of 95 steps at twice width 4's step time)."""
+    confirmed = widths_chosen_after_a_slow_sample(confirm_promising=True)
+    unconfirmed = widths_chosen_after_a_slow_sample(confirm_promising=False)
+    assert confirmed[0] == 8 and unconfirmed[0] == 8
+    first_probe = confirmed.index(4)
+    assert first_probe == unconfirmed.index(4) < 8
+    # Confirmed: width 4 from its first fast probe on (three samples make the median), leaving it
+    # only for the periodic re-measurement of a neighbour.
+    assert confirmed[first_probe : first_probe + 8] == [4] * 8, confirmed
+    assert confirmed.count(8) <= first_probe + 40 // 8, confirmed
+    # Unconfirmed: back to width 8 after the probe, and still there 30 steps later.
+    assert unconfirmed[first_probe + 1] == 8
+    assert unconfirmed.count(8) > 30, unconfirmed
+
+
+def test_a_probe_that_is_not_faster_is_not_repeated():
+    policy = policy_with(cpu_like_seconds(1), bs=1, accepted_fraction=0.0, explore_every=8)
+    seconds = cpu_like_seconds(1)
+    chosen = []
+    for _ in range(16):
+        width = policy.choose(1)
+        chosen.append(width)
+        observe(policy, 1, width, seconds[width], [0] if width > 1 else None)
+    assert chosen.count(4) == 2, chosen  # one probe per explore_every steps, none repeated
+
+
+def test_confirm_promising_must_be_a_boolean():
+    with pytest.raises(ValueError, match="confirm_promising is 'yes'; expected true or false"):
+        AdaptiveConfig(confirm_promising="yes")
+    assert AdaptiveConfig.from_dict({"confirm_promising": False}).confirm_promising is False

@@ -29,6 +29,27 @@ def test_an_adaptive_width_set_mode_keeps_the_default_exploration(same_load):
     assert json.loads(flags[flags.index("--speculative-adaptive-config") + 1]) == {"widths": [1, 2, 4]}
 
 
+def test_an_adaptive_settings_mode_passes_its_settings_as_json(same_load):
+    flags = same_load.mode_flags("adaptive@confirm_promising=false@time_window=9", "drafter", None)
+    config = json.loads(flags[flags.index("--speculative-adaptive-config") + 1])
+    assert config == {"confirm_promising": False, "time_window": 9}
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("adaptive@confirm_promising", "has the setting 'confirm_promising'; expected <key>=<json value>"),
+        ("adaptive@time_window=nine", "has the setting 'time_window=nine'; expected <key>=<json value>"),
+        ("adaptive@window=9", "keys ['window'] are unknown"),
+        ("adaptive@time_window=0", "time_window is 0; expected an integer >= 1"),
+    ],
+)
+def test_a_bad_adaptive_setting_is_refused_naming_it(same_load, mode, message):
+    with pytest.raises(SystemExit, match=re.escape(f"--modes: '{mode}'")) as e:
+        same_load.mode_flags(mode, "drafter", None)
+    assert message in str(e.value)
+
+
 @pytest.mark.parametrize("mode", ["w", "w0", "wide", "eagle", "adaptive:", "adaptive:0+2", "adaptive:x"])
 def test_an_unknown_mode_is_refused_naming_it(same_load, mode):
     with pytest.raises(SystemExit, match=re.escape(f"--modes: '{mode}' is unknown")):
