@@ -358,6 +358,12 @@ And a sixteenth:
   and overtime past 40 hours, commissions, tips, piece rates, two jobs, raises, taxes taken out,
   allowances and chores, savings towards a goal, earnings split by the hours worked.
 
+And a seventeenth:
+
+- ``school-problems``: GSM8K-shaped stories from 40 further templates of school days: classes and
+  students, buses for a field trip, supplies bought in packs, lunches and bake sales, library books
+  and reading minutes, grades and averages, attendance, fundraisers.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -4429,6 +4435,102 @@ def pay_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_PAY_STORY_TEMPLATES, count, seed + 233)
 
 
+# School days (``school-problems``): classes and students, buses for a field trip, supplies bought in
+# packs, lunches and snacks, library books, reading logs, grades and attendance, rooms and desks,
+# fundraisers and bake sales; every slot is filled by :func:`_story_values`.
+# fmt: off
+_SCHOOL_STORY_TEMPLATES = (
+    "A school has {w} classes in each grade and {x} students in each class. How many students are in "
+    "{z} grades?",
+    "{y}0 students and {h} teachers are going on a field trip. Each bus holds {x} people. How many "
+    "buses does the school need?",
+    "{a} needs {w} notebooks and {y} pencils for the new school year. Notebooks cost ${q} each and "
+    "pencils come in packs of {z} for ${p}. How much does {a} spend if {a} buys whole packs?",
+    "The school library has {x}0 books. This week students borrowed {y}0 of them and returned {z}0 "
+    "books from last week. How many books are on the shelves now if {w}0 were out last week?",
+    "{a} reads {m} minutes every school night, Monday to Thursday, and twice as long on Friday. How "
+    "many minutes does {a} read in {w} school weeks?",
+    "A classroom has {w} rows of desks with {y} desks in each row. {z} desks are empty today. How many "
+    "students are in class today?",
+    "The art teacher has {x} jars of paint and uses {q} jars for each class. There are {w} art classes "
+    "a week. For how many whole weeks will the paint last?",
+    "{a} scored {s1}, {s2} and {s3} on three spelling tests. What score does {a} need on the fourth "
+    "test to have an average of {avg}?",
+    "The school cafeteria sells lunches for ${q} and milk for {z}0 cents. On Monday it sold {x}0 "
+    "lunches and {y}0 cartons of milk. How much money did it take in?",
+    "{a}'s class is raising money for a trip that costs ${x}00. They have raised ${y}0 so far, and "
+    "each of the {t} families gives ${p}0 more. How much more do they need?",
+    "There are {x} students in {a}'s class, and {pct}% of them walk to school. The rest ride the bus. "
+    "How many ride the bus?",
+    "A teacher buys {w} boxes of crayons with {y}0 crayons in each box and shares them equally among "
+    "{z} tables. How many crayons does each table get?",
+    "The school day starts at 8 a.m. and has {h} lessons of {m} minutes each, a 45-minute lunch and "
+    "two breaks of {p} minutes. At what time does the school day end?",
+    "{a} has {w} subjects and {z} pages of homework in each subject every night. How many pages of "
+    "homework does {a} do in {y} school days?",
+    "The school choir has {x} singers. {y} more joined this term and {z} left. If the singers stand in "
+    "rows of {w}, how many full rows are there?",
+    "A bake sale sold {x} cupcakes at ${q} each and {y}0 cookies at {z}0 cents each. The ingredients "
+    "cost ${w}0. How much profit did the class make?",
+    "The gym has {t} basketballs, and each class of {x} students plays in teams of {z}. How many teams "
+    "are there in one class, and how many balls are left over if each team uses one ball?",
+    "{a} earned {s1} points out of 100 on a test, and {b} earned {y} points more than {a}. {c} earned "
+    "{z} points fewer than {b}. What was the average of their scores?",
+    "A school orders {w} pizzas for a class party, each cut into {slices} slices. There are {x} "
+    "students, and each eats {z} slices. How many slices are left?",
+    "{a} was absent {z} days out of the {t}0 days of the term. What percent of the days was {a} at "
+    "school?",
+    "The school's {h} classrooms each need {w} new chairs. Chairs cost ${x} each, and the school gets "
+    "a discount of {pct}% for buying them all at once. How much does the school pay?",
+    "{a} walks {z} blocks to school, and each block takes {q} minutes. School starts at 8:30 a.m. At "
+    "what time must {a} leave home to arrive {m} minutes early?",
+    "In a school of {x}00 students, a quarter are in the first grade, {y}0 are in the second grade and "
+    "the rest are in the third grade. How many are in the third grade?",
+    "{a}'s teacher hands out {z} stickers for every book a student reads. {a} read {y} books in "
+    "September and twice as many in October. How many stickers did {a} get?",
+    "The science fair has {t} tables with {w} projects on each. Each judge looks at {y} projects an "
+    "hour. How many hours do {z} judges need to see every project?",
+    "A teacher grades {y} tests an hour. There are {w} classes of {x} students. How many hours does "
+    "grading take?",
+    "The school garden has {w} beds with {x} plants in each. The students water {pct}% of the plants "
+    "each morning. How many plants are watered each morning?",
+    "{a} packs a lunch of a ${q} sandwich, a ${z} juice and an apple that costs half as much as the "
+    "juice. How much does {a} spend on lunches in a {w}-week term of five school days a week?",
+    "The school's {y} buses each make {z} trips every morning with {x} students on each trip. How "
+    "many students ride the bus each morning?",
+    "{a} needs {t}0 hours of volunteering to graduate. {a} volunteers {h} hours every Saturday. How "
+    "many Saturdays will it take?",
+    "A classroom library has {x} picture books and {y} times as many chapter books. {a} and {b} each "
+    "borrow {z} books. How many books are left in the classroom library?",
+    "The school play sold {x}0 adult tickets for ${p} each and {y}0 student tickets for ${q} each. "
+    "How much did the play earn?",
+    "{a} practices spelling words: {y} new words on Monday and {z} more each day than the day before "
+    "until Friday. How many words does {a} practice that week?",
+    "There are {t} teams at the school's sports day, each with {x} students. Every student gets {z} "
+    "tickets for snacks. How many tickets are handed out?",
+    "A school buys {x}0 tablets for ${p}0 each and spends {pct}% more on cases and chargers. What is "
+    "the total cost?",
+    "{a}'s class of {x} students voted for a class pet: {y} chose a fish, {z} times as many chose a "
+    "hamster, and the rest chose a rabbit. How many chose a rabbit?",
+    "The school nurse has {x}0 bandages and uses about {y} a day. After {w} days a box of {z}0 more "
+    "arrives. How many bandages does the nurse have then?",
+    "{a} earns {q} gold stars for each perfect homework and loses one for each missing one. This month "
+    "{a} had {t} perfect homeworks and {z} missing ones. How many stars does {a} have?",
+    "The school's {w} fifth-grade classes each collect {x} cans for a food drive, and the {z} "
+    "sixth-grade classes each collect {y} more cans than a fifth-grade class. How many cans in all?",
+    "A teacher has {x}0 sheets of paper and gives each of the {t} students in a group {y} sheets. How "
+    "many groups of {t} can get paper before it runs out?",
+)
+# fmt: on
+
+
+def school_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of school days (classes and students, buses for a trip, supplies in packs,
+    lunches, library books, grades and attendance, fundraisers), from ``_SCHOOL_STORY_TEMPLATES`` (no
+    instruction appended)."""
+    return _template_stories(_SCHOOL_STORY_TEMPLATES, count, seed + 239)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -4487,6 +4589,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "farm-problems": lambda seed: farm_problems(1000, seed),
     "url-functions": url_function_prompts,
     "pay-problems": lambda seed: pay_problems(1000, seed),
+    "school-problems": lambda seed: school_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
