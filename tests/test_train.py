@@ -537,6 +537,7 @@ CODE_SOURCES = (
     "stock-functions",
     "log-functions",
     "url-functions",
+    "ip-functions",
 )
 
 
@@ -1233,6 +1234,47 @@ def test_url_functions_are_every_combination_with_right_examples_and_disjoint_fr
     sentence = "Return the hosts of the urls whose scheme is https joined by commas"
     assert sentence in next(p for p in prompts if "def joined_hosts_secure(urls: List" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("url-functions", prompts)
+
+
+def test_ip_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from ipaddress import IPv4Address, IPv4Network
+
+    from sglang_dflash.train.data import ip_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(ip_function_prompts, 7 * (4 * 9 + 4 * 4))
+    private = [IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")]
+
+    def is_private(address: str) -> bool:
+        return any(IPv4Address(address) in network for network in private)
+
+    # The examples are what the docstring says, computed here independently of the source's code
+    # (the standard library's address types).
+    seen_private = seen_public_172 = False
+    for (addresses,), result in _doctest_examples(prompts, "sum_number_sums_private"):
+        assert 3 <= len(addresses) <= 5 and len(set(addresses)) == len(addresses)
+        assert result == sum(sum(IPv4Address(a).packed) for a in addresses if is_private(a))
+        seen_private |= any(is_private(a) for a in addresses)
+    for (addresses,), result in _doctest_examples(prompts, "list_last_numbers_addresses"):
+        assert result == [IPv4Address(a).packed[3] for a in addresses]
+        seen_public_172 |= any(a.startswith("172.") and not is_private(a) for a in addresses)
+    for (addresses,), result in _doctest_examples(prompts, "largest_first_numbers_loopback"):
+        loopback = [IPv4Address(a).packed[0] for a in addresses if IPv4Address(a).is_loopback]
+        assert result == max(loopback, default=None)
+    for (addresses,), result in _doctest_examples(prompts, "joined_hex_even_last"):
+        assert result == ",".join(
+            IPv4Address(a).packed.hex() for a in addresses if IPv4Address(a).packed[3] % 2 == 0
+        )
+    for (addresses,), result in _doctest_examples(prompts, "list_reversed_with_zero"):
+        kept = [a for a in addresses if 0 in IPv4Address(a).packed]
+        assert result == [IPv4Address(a).reverse_pointer.removesuffix(".in-addr.arpa") for a in kept]
+    for (addresses,), result in _doctest_examples(prompts, "alphabetical_networks_low_first"):
+        kept = [a for a in addresses if IPv4Address(a).packed[0] < 128]
+        assert result == sorted(str(IPv4Network(f"{a}/24", strict=False).network_address)[:-2] for a in kept)
+    assert seen_private and seen_public_172
+    sentence = "Return the addresses whose last number is below 100 with every number padded to three digits"
+    assert sentence in next(p for p in prompts if "def joined_padded_low_last(addresses: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("ip-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

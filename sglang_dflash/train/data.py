@@ -326,6 +326,16 @@ And a thirty-fifth:
   without 'www.') of each kept address and a summary (``sum_host_lengths_secure(urls)``), every
   combination once (364 tasks).
 
+And a thirty-sixth:
+
+- ``ip-functions``: the same shape over IPv4 addresses (``addresses: List[str]``, dotted quads such
+  as ``"192.168.1.10"``): a filter (a private range, loopback, an even last number, a last number
+  below 100, a 0 among the numbers, a first number below 128, all), a change that makes a number
+  (the sum of the four numbers, the first or last number, the length) or a text (the first three
+  numbers, the numbers reversed, every number padded to three digits, eight hexadecimal digits) of
+  each kept address and a summary (``sum_number_sums_private(addresses)``), every combination once
+  (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -2525,6 +2535,79 @@ def url_function_prompts(seed: int = 0) -> list[str]:
     return _number_and_item_prompts(random.Random(seed + 229), *parts, "urls", "List[str]", _urls, iter)
 
 
+# HumanEval-shaped tasks over IPv4 addresses (``ip-functions``: ``addresses`` is a list of dotted
+# quads, ``"192.168.1.10"``); a filter over the addresses, a change that makes a number (the sum of
+# the four numbers, the first or the last number, the length) or a text (the first three numbers,
+# the numbers reversed, every number padded to three digits, eight hexadecimal digits) of each kept
+# address and a summary, composed as the list tasks are.
+
+
+def _ip_numbers(address: str) -> list[int]:
+    """The four numbers of a dotted-quad address, in order."""
+    return [int(part) for part in address.split(".")]
+
+
+def _ip_private(address: str) -> bool:
+    """In 10.x.x.x, 172.16.x.x to 172.31.x.x or 192.168.x.x."""
+    first, second = _ip_numbers(address)[:2]
+    return first == 10 or (first == 172 and 16 <= second <= 31) or (first, second) == (192, 168)
+
+
+# fmt: off
+_IP_FILTERS = (  # (name part, noun phrase, keep(address))
+    ("private", "the addresses in a private range (10.x.x.x, 172.16.x.x to 172.31.x.x or 192.168.x.x)",
+     _ip_private),
+    ("loopback", "the loopback addresses (first number 127)", lambda a: _ip_numbers(a)[0] == 127),
+    ("even_last", "the addresses whose last number is even", lambda a: _ip_numbers(a)[-1] % 2 == 0),
+    ("low_last", "the addresses whose last number is below 100", lambda a: _ip_numbers(a)[-1] < 100),
+    ("with_zero", "the addresses with a 0 among their four numbers", lambda a: 0 in _ip_numbers(a)),
+    ("low_first", "the addresses whose first number is below 128", lambda a: _ip_numbers(a)[0] < 128),
+    ("addresses", "all the addresses", lambda a: True),
+)
+_IP_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, address -> number)
+    ("number_sums", "the sums of the four numbers of {}", lambda a: sum(_ip_numbers(a))),
+    ("first_numbers", "the first numbers of {}", lambda a: _ip_numbers(a)[0]),
+    ("last_numbers", "the last numbers of {}", lambda a: _ip_numbers(a)[-1]),
+    ("lengths", "the lengths of {}", len),
+)
+_IP_CHANGES = (  # (name part, phrase around the filtered noun phrase, address -> text)
+    ("networks", "the first three numbers of {}, joined by dots", lambda a: a.rsplit(".", 1)[0]),
+    ("reversed", "{} with their four numbers in reverse order",
+     lambda a: ".".join(reversed(a.split(".")))),
+    ("padded", "{} with every number padded to three digits",
+     lambda a: ".".join(f"{n:03d}" for n in _ip_numbers(a))),
+    ("hex", "{} as eight lower-case hexadecimal digits",
+     lambda a: "".join(f"{n:02x}" for n in _ip_numbers(a))),
+)
+_IP_PUBLIC_FIRSTS = (8, 23, 45, 66, 93, 104, 151, 172, 203, 210)
+# fmt: on
+
+
+def _ip_addresses(rng: random.Random) -> tuple[list[str]]:
+    """3-5 distinct dotted-quad addresses: the whole argument tuple of the ip tasks' examples."""
+    count = rng.randint(3, 5)
+    return (_distinct_draws(rng, count, _ip_address),)
+
+
+def _ip_address(rng: random.Random) -> str:
+    """One dotted-quad address: private, loopback or public about equally often, with some zeros (a
+    public 172.x address may fall just outside the private 172.16-31 range)."""
+    first = rng.choice((10, 192, 127, rng.choice(_IP_PUBLIC_FIRSTS), rng.choice(_IP_PUBLIC_FIRSTS)))
+    second = {192: 168, 127: 0}.get(first, rng.choice((0, rng.randint(1, 40), rng.randint(1, 255))))
+    rest = [rng.choice((0, 1, rng.randint(2, 254), rng.randint(2, 254))) for _ in range(2)]
+    return ".".join(str(n) for n in (first, second, *rest))
+
+
+def ip_function_prompts(seed: int = 0) -> list[str]:
+    """Every ip filter x change x summary task over ``addresses: List[str]``, with 2-3 examples each:
+    the number changes with the number summaries, the text changes with the word summaries (joined by
+    commas)."""
+    parts = (_IP_FILTERS, _IP_NUMBER_CHANGES, _IP_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _number_and_item_prompts(
+        random.Random(seed + 241), *parts, "addresses", "List[str]", _ip_addresses, iter
+    )
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -4590,6 +4673,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "url-functions": url_function_prompts,
     "pay-problems": lambda seed: pay_problems(1000, seed),
     "school-problems": lambda seed: school_problems(1000, seed),
+    "ip-functions": ip_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
