@@ -58,22 +58,25 @@ def mode_flags(mode: str, drafter: str, token_map: str | None) -> list[str]:
         return flags
     if mode == "adaptive":
         return flags + ["--speculative-adaptive"]
-    if mode.startswith("adaptive@"):
-        config = adaptive_settings(mode)
-        return flags + ["--speculative-adaptive", "--speculative-adaptive-config", json.dumps(config)]
-    # w<k>+<k>: only those widths, no exploration; adaptive:<k>+<k>: the default policy, those widths.
+    config = adaptive_settings(mode) if mode.startswith("adaptive@") else width_settings(mode)
+    return flags + ["--speculative-adaptive", "--speculative-adaptive-config", json.dumps(config)]
+
+
+def width_settings(mode: str) -> dict:
+    """The settings of a ``w<k>+<k>...`` mode (only those widths, no exploration) or an
+    ``adaptive:<k>+<k>...`` mode (the default policy, those widths); any other mode is refused."""
     explore = mode.startswith("adaptive:")
     widths = mode.split(":", 1)[1] if explore else mode[1:] if mode.startswith("w") else ""
     widths = widths.split("+") if widths else []
     if not widths or not all(w.isdigit() and int(w) >= 1 for w in widths):
         raise SystemExit(
-            f"--modes: {mode!r} is unknown; expected plain, dflash, adaptive, w<k>[+<k>...] "
-            "or adaptive:<k>[+<k>...]"
+            f"--modes: {mode!r} is unknown; expected plain, dflash, adaptive, w<k>[+<k>...], "
+            "adaptive:<k>[+<k>...] or adaptive@<key>=<json>[@...]"
         )
     config: dict = {"widths": [int(w) for w in widths]}
     if not explore:
         config["explore_every"] = 1_000_000
-    return flags + ["--speculative-adaptive", "--speculative-adaptive-config", json.dumps(config)]
+    return config
 
 
 def adaptive_settings(mode: str) -> dict:

@@ -208,10 +208,10 @@ class VerifyWidthPolicy:
         if untried:
             return untried[0]
         if self.config.confirm_promising:
-            target = self.expected_throughput(bs, best)
-            promising = [k for k in neighbours if self.expected_throughput(bs, k, newest=True) > target]
-            if promising:
-                return max(promising, key=lambda k: self.expected_throughput(bs, k, newest=True))
+            newest = {k: self.expected_throughput(bs, k, newest=True) for k in neighbours}
+            most_promising = max(neighbours, key=newest.__getitem__, default=None)
+            if most_promising is not None and newest[most_promising] > self.expected_throughput(bs, best):
+                return most_promising
         if neighbours and step % self.config.explore_every == self.config.explore_every - 1:
             return min(neighbours, key=lambda k: self.timings[bucket, k].measured_at)
         return best
