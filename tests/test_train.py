@@ -538,6 +538,7 @@ CODE_SOURCES = (
     "log-functions",
     "url-functions",
     "ip-functions",
+    "point-functions",
 )
 
 
@@ -1275,6 +1276,52 @@ def test_ip_functions_are_every_combination_with_right_examples_and_disjoint_fro
     sentence = "Return the addresses whose last number is below 100 with every number padded to three digits"
     assert sentence in next(p for p in prompts if "def joined_padded_low_last(addresses: List" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("ip-functions", prompts)
+
+
+def test_point_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import point_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(point_function_prompts, 7 * (4 * 9 + 4 * 4))
+    # The compass points as unit vectors: the nearest direction is the one with the largest dot product.
+    compass = {
+        name: (math.cos(math.radians(45 * i)), math.sin(math.radians(45 * i)))
+        for i, name in enumerate(("E", "NE", "N", "NW", "W", "SW", "S", "SE"))
+    }
+
+    def direction(x: int, y: int) -> str:
+        return max(compass, key=lambda name: x * compass[name][0] + y * compass[name][1]) if x or y else "O"
+
+    def quadrant(x: int, y: int) -> str:  # from the angle, counter-clockwise from the x-axis
+        return (
+            "axis"
+            if x * y == 0
+            else ("I", "II", "III", "IV")[int(math.degrees(math.atan2(y, x)) % 360) // 90]
+        )
+
+    # The examples are what the docstring says, computed here independently of the source's code.
+    seen_axis = seen_diagonal = False
+    for (points,), result in _doctest_examples(prompts, "sum_manhattan_first_quadrant"):
+        assert 3 <= len(points) <= 5 and len(set(points)) == len(points)
+        assert result == sum(abs(x) + abs(y) for x, y in points if min(x, y) > 0)
+    for (points,), result in _doctest_examples(prompts, "largest_squared_distances_on_axis"):
+        kept = [round(math.hypot(x, y) ** 2) for x, y in points if x * y == 0]
+        assert result == max(kept, default=None)
+        seen_axis |= bool(kept)
+    for (points,), result in _doctest_examples(prompts, "list_quadrants_near"):
+        assert result == [quadrant(x, y) for x, y in points if math.hypot(x, y) <= 5]
+    for (points,), result in _doctest_examples(prompts, "joined_directions_points"):
+        assert result == ",".join(direction(x, y) for x, y in points)
+    for (points,), result in _doctest_examples(prompts, "list_signs_even_x"):
+        assert result == ["".join("0+-"[(v > 0) + 2 * (v < 0)] for v in p) for p in points if p[0] % 2 == 0]
+    for (points,), result in _doctest_examples(prompts, "alphabetical_labels_diagonal"):
+        diagonal = [f"{x}:{y}" for x, y in points if x * x == y * y]
+        assert result == sorted(diagonal)
+        seen_diagonal |= bool(diagonal)
+    assert seen_axis and seen_diagonal
+    sentence = "Return the sum of the y coordinates of the points above the x-axis (y positive)"
+    assert sentence in next(p for p in prompts if "def sum_ys_above(points: List[Tuple[int, int]])" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("point-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

@@ -336,6 +336,15 @@ And a thirty-sixth:
   each kept address and a summary (``sum_number_sums_private(addresses)``), every combination once
   (364 tasks).
 
+And a thirty-seventh:
+
+- ``point-functions``: the same shape over points of the plane (``points: List[Tuple[int, int]]``,
+  ``(x, y)`` pairs from -6 to 6): a filter (both coordinates positive, on an axis, on a diagonal,
+  within distance 5 of the origin, above the x-axis, an even x, all), a change that makes a number
+  (the Manhattan or squared distance from the origin, either coordinate) or a text (the quadrant,
+  the nearest compass direction, the signs, ``"x:y"``) of each kept point and a summary
+  (``sum_manhattan_first_quadrant(points)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -397,9 +406,12 @@ import textwrap
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from fractions import Fraction
+from typing import TypeVar
 
 import torch
 from tqdm import tqdm
+
+_Drawn = TypeVar("_Drawn")  # what a _distinct_draws draw returns
 
 DEFAULT_SOURCES = ("stdlib-functions", "coding-tasks", "math-word-problems", "concepts")
 
@@ -1085,9 +1097,9 @@ def _number_and_item_prompts(
     return prompts
 
 
-def _distinct_draws(rng: random.Random, count: int, draw: Callable[[random.Random], str]) -> list[str]:
+def _distinct_draws(rng: random.Random, count: int, draw: Callable[[random.Random], _Drawn]) -> list[_Drawn]:
     """``count`` distinct values of ``draw(rng)`` in the order first drawn (repeats drawn again)."""
-    values: list[str] = []
+    values: list[_Drawn] = []
     while len(values) < count:
         value = draw(rng)
         if value not in values:
@@ -2605,6 +2617,91 @@ def ip_function_prompts(seed: int = 0) -> list[str]:
     parts = (_IP_FILTERS, _IP_NUMBER_CHANGES, _IP_CHANGES, _COMMA_WORD_SUMMARIES)
     return _number_and_item_prompts(
         random.Random(seed + 241), *parts, "addresses", "List[str]", _ip_addresses, iter
+    )
+
+
+# HumanEval-shaped tasks over points of the plane (``point-functions``: ``points`` is a list of
+# ``(x, y)`` pairs of integers); a filter over the points, a change that makes a number (the
+# Manhattan or squared distance from the origin, either coordinate) or a text (the quadrant, the
+# compass direction from the origin, the signs, ``"x:y"``) of each kept point and a summary,
+# composed as the list tasks are.
+
+
+def _point_quadrant(point: tuple[int, int]) -> str:
+    """'I' to 'IV' counter-clockwise from x > 0, y > 0; 'axis' for a point on an axis."""
+    x, y = point
+    if x == 0 or y == 0:
+        return "axis"
+    quadrants = {(True, True): "I", (False, True): "II", (False, False): "III", (True, False): "IV"}
+    return quadrants[(x > 0, y > 0)]
+
+
+_COMPASS = ("E", "NE", "N", "NW", "W", "SW", "S", "SE")  # counter-clockwise from the x-axis
+
+
+def _point_direction(point: tuple[int, int]) -> str:
+    """The nearest of the eight compass directions of a point seen from the origin ('O' for the
+    origin; an integer point is never halfway between two, tan(22.5 degrees) being irrational)."""
+    x, y = point
+    if x == y == 0:
+        return "O"
+    return _COMPASS[round(math.degrees(math.atan2(y, x)) / 45) % 8]
+
+
+def _sign(number: int) -> str:
+    """'+', '-' or '0'."""
+    return "+" if number > 0 else "-" if number < 0 else "0"
+
+
+# fmt: off
+_POINT_FILTERS = (  # (name part, noun phrase, keep(point))
+    ("first_quadrant", "the points with both coordinates positive", lambda p: p[0] > 0 and p[1] > 0),
+    ("on_axis", "the points on an axis (a coordinate of 0)", lambda p: 0 in p),
+    ("diagonal", "the points on a diagonal (x equal to y or to -y)", lambda p: abs(p[0]) == abs(p[1])),
+    ("near", "the points within distance 5 of the origin", lambda p: p[0] ** 2 + p[1] ** 2 <= 25),
+    ("above", "the points above the x-axis (y positive)", lambda p: p[1] > 0),
+    ("even_x", "the points whose x coordinate is even", lambda p: p[0] % 2 == 0),
+    ("points", "all the points", lambda p: True),
+)
+_POINT_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, point -> number)
+    ("manhattan", "the Manhattan distances from the origin (|x| + |y|) of {}",
+     lambda p: abs(p[0]) + abs(p[1])),
+    ("squared_distances", "the squared distances from the origin (x * x + y * y) of {}",
+     lambda p: p[0] ** 2 + p[1] ** 2),
+    ("xs", "the x coordinates of {}", lambda p: p[0]),
+    ("ys", "the y coordinates of {}", lambda p: p[1]),
+)
+_POINT_CHANGES = (  # (name part, phrase around the filtered noun phrase, point -> text)
+    ("quadrants", "the quadrants of {} ('I', 'II', 'III' or 'IV'; 'axis' for a point on an axis)",
+     _point_quadrant),
+    ("directions", "the nearest compass directions from the origin of {} ('N', 'NE', 'E', 'SE', 'S', "
+     "'SW', 'W' or 'NW'; 'O' for the origin)", _point_direction),
+    ("signs", "the signs of the coordinates of {} as two characters ('+', '-' or '0', x first)",
+     lambda p: _sign(p[0]) + _sign(p[1])),
+    ("labels", "{} written as 'x:y'", lambda p: f"{p[0]}:{p[1]}"),
+)
+# fmt: on
+
+
+def _points(rng: random.Random) -> tuple[list[tuple[int, int]]]:
+    """3-5 distinct points: the whole argument tuple of the point tasks' examples."""
+    return (_distinct_draws(rng, rng.randint(3, 5), _point),)
+
+
+def _point(rng: random.Random) -> tuple[int, int]:
+    """One point with coordinates from -6 to 6, on an axis or a diagonal about a third of the time."""
+    x = rng.choice((0, rng.randint(-6, 6), rng.randint(-6, 6), rng.randint(-6, 6)))
+    y = rng.choice((0, x, -x, rng.randint(-6, 6), rng.randint(-6, 6), rng.randint(-6, 6)))
+    return (x, y)
+
+
+def point_function_prompts(seed: int = 0) -> list[str]:
+    """Every point filter x change x summary task over ``points: List[Tuple[int, int]]``, with 2-3
+    examples each: the number changes with the number summaries, the text changes with the word
+    summaries (joined by commas)."""
+    parts = (_POINT_FILTERS, _POINT_NUMBER_CHANGES, _POINT_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _number_and_item_prompts(
+        random.Random(seed + 251), *parts, "points", "List[Tuple[int, int]]", _points, iter
     )
 
 
@@ -4674,6 +4771,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "pay-problems": lambda seed: pay_problems(1000, seed),
     "school-problems": lambda seed: school_problems(1000, seed),
     "ip-functions": ip_function_prompts,
+    "point-functions": point_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
