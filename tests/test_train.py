@@ -1616,6 +1616,8 @@ TEMPLATE_STORY_SOURCES = [
     ("pay-problems", "_PAY_STORY_TEMPLATES", "pay_problems", 1000),
     # ten of the 1000 drawn stories repeat another
     ("school-problems", "_SCHOOL_STORY_TEMPLATES", "school_problems", 990),
+    # fifteen of the 1000 drawn stories repeat another
+    ("trip-problems", "_TRIP_STORY_TEMPLATES", "trip_problems", 985),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

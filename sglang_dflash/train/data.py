@@ -383,6 +383,12 @@ And a seventeenth:
   students, buses for a field trip, supplies bought in packs, lunches and bake sales, library books
   and reading minutes, grades and averages, attendance, fundraisers.
 
+And an eighteenth:
+
+- ``trip-problems``: GSM8K-shaped stories from 40 further templates of trips and travel: road trips
+  in legs, fuel and mileage, hotel nights, tickets for families, luggage limits, car rentals by the
+  day and the mile, tolls, exchange rates, timetables and time zones, campsites and park fees.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -4711,6 +4717,104 @@ def school_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_SCHOOL_STORY_TEMPLATES, count, seed + 239)
 
 
+# Trips and travel (``trip-problems``): road trips in legs, fuel and mileage, hotel nights, tickets
+# for families, luggage limits, car rentals by the day and the mile, tolls, souvenirs, exchange
+# rates, timetables and time zones, campsites and park fees; every slot is filled by
+# :func:`_story_values`.
+# fmt: off
+_TRIP_STORY_TEMPLATES = (
+    "{a}'s family drives {x}0 miles to the beach. Their car goes {t}0 miles on one tank, and a tank "
+    "costs ${p}0. How much does the fuel for the trip there and back cost?",
+    "A hotel charges ${x}0 a night for a room and ${p} a night for breakfast for each person. {a} and "
+    "{b} stay {w} nights and both eat breakfast. How much is the hotel bill?",
+    "Train tickets cost ${x} for adults and half as much for children. A family of {z} adults and {y} "
+    "children goes on a day trip. How much do the tickets cost?",
+    "{a}'s suitcase may weigh at most {hours} pounds. It weighs {t} pounds empty, and {a} packs {y} "
+    "shirts of half a pound each and {z} pairs of shoes of {q} pounds each. How many more pounds can "
+    "{a} pack?",
+    "A rental car costs ${t}0 a day plus {z}0 cents for every mile. {a} rents it for {w} days and "
+    "drives {x}0 miles. How much does {a} pay?",
+    "On a road trip {a} drove {x}0 miles on the first day, {y}0 miles on the second day and half as "
+    "far as the first two days together on the third day. How many miles did {a} drive?",
+    "{a} has ${x}0 to spend on souvenirs. {a} buys {y} postcards for $1 each and {z} magnets for "
+    "${q} each. How much money is left?",
+    "{a} changes ${x}0 into pesos at {t} pesos to the dollar, after paying a ${q} fee out of the "
+    "dollars. How many pesos does {a} get?",
+    "A bus leaves at 7:{m} a.m. and the trip takes {h} hours and {y}0 minutes. At what time does the "
+    "bus arrive?",
+    "It is 9 a.m. in {a}'s city. {b} lives {z} hours ahead. {a} wants to call {b} at {t} p.m. {b}'s "
+    "time. How many hours must {a} wait?",
+    "A campsite costs ${p}0 a night for a tent and ${q} a night for each person. {w} friends share "
+    "{z} tents for {y} nights. How much do they pay altogether?",
+    "A national park charges ${x} for each car and ${q} for each person inside. {w} cars with {z} "
+    "people each enter the park. How much does the park collect?",
+    "{a} flies {x}00 miles in {h} hours, then drives {y}0 miles at {t}0 miles an hour. How many hours "
+    "does the whole journey take?",
+    "On a map, 1 inch stands for {y}0 miles. Two towns are {z} and a half inches apart on the map. "
+    "How many miles apart are they?",
+    "A cruise costs ${x}00 for each person and has a discount of {pct}% for children. {a} books it "
+    "for {z} adults and {w} children. How much does {a} pay?",
+    "{a}'s car uses one gallon for every {t}0 miles. Gas costs ${q} a gallon. How much does gas cost "
+    "for a {x}0-mile drive, rounded up to whole gallons?",
+    "A tour group of {x} people takes vans that seat {w} each. How many vans does the group need, "
+    "and how many empty seats are there?",
+    "{a} walks {y} miles a day on a hiking trip of {t} days, and rests on {z} of those days. How many "
+    "miles does {a} walk?",
+    "A toll road charges ${q} at each of {w} toll booths. {a} drives it to work and back {z} days a "
+    "week. How much does {a} pay in tolls each week?",
+    "Plane tickets cost ${x}0 each, and each checked bag costs ${p}0 more. {a}'s family of {z} flies "
+    "there and back with {w} bags each way. How much do they pay?",
+    "{a} spends ${x} a day on food during a {t}-day trip, and {pct}% of that goes to coffee. How "
+    "much does {a} spend on coffee?",
+    "A ferry makes {h} trips a day and carries {x} cars on each trip. Each car pays ${p}. How much "
+    "does the ferry earn in {w} days?",
+    "{a} drives at {t}0 miles an hour for {h} hours and then at {y}0 miles an hour for {z} hours. "
+    "What was {a}'s average speed?",
+    "A hostel bed costs ${p} a night, and a private room ${x}0 a night. {w} friends stay {z} "
+    "nights. How much do they save by taking beds instead of {w} private rooms?",
+    "{a}'s road trip is {x}0 miles long. {a} drove {pct}% of it on Monday and {y}0 miles on Tuesday. "
+    "How many miles are left?",
+    "A theme park ticket costs ${x} and a fast pass costs ${p} more. {a} buys {z} tickets with fast "
+    "passes and {w} without. How much does {a} spend?",
+    "The train from {a}'s town stops at {t} stations, {m} minutes apart, and waits {q} minutes at "
+    "each stop. How long is the ride from the first station to the last?",
+    "{a} packs {w} outfits for a {t}-day trip and wears each one the same number of days, as far as "
+    "possible. What is the greatest number of days any outfit is worn?",
+    "A trip costs ${x}00 in all: flights are half of it, the hotel is ${y}0 less than the flights, and "
+    "the rest is for food. How much is for food?",
+    "Bikes rent for ${p} an hour or ${t}0 for the whole day. {a} and {b} each ride {h} hours. Which "
+    "is cheaper for them, and by how much?",
+    "{a} saves ${y}0 a week for a trip that costs ${x}00. {a} already has ${z}0. How many weeks will "
+    "it take to save enough?",
+    "A sightseeing boat holds {x} people. On a day with {t} tours it was full {z} times and {pct}% full "
+    "the other times. How many people rode the boat?",
+    "A family buys {w} sandwiches for ${q} each and {y} drinks for ${z} each at a rest stop, and pays "
+    "with $100. How much change do they get?",
+    "{a}'s flight leaves at {t}:{m} a.m. {a} must be at the airport two hours early, and the drive "
+    "takes {y}0 minutes. At what time must {a} leave home?",
+    "A road trip has {z} legs of {x}0 miles each. {a} stops for {m} minutes after every {y}0 miles. "
+    "How many stops does {a} make?",
+    "Snorkel gear rents for ${p} a day for each person. {a}'s group of {w} rents it for {z} days and "
+    "gets {pct}% off. How much do they pay?",
+    "{a} buys a {t}-day rail pass for ${x}0. Single tickets would cost ${p} a trip, and {a} takes {y} "
+    "trips a day. Is the pass cheaper, and by how much?",
+    "{a} uploads {x} photos a day of a {w}-day trip, and deletes {z} of them each evening. How many "
+    "photos are left at the end of the trip?",
+    "A travel guide plans {h} stops in a day, each {m} minutes long, with {y}0 minutes of travel "
+    "between stops. How long is the day's tour in minutes?",
+    "{a} drives {x}0 miles to a lake and {b} drives {pct}% farther to the same lake. {c} drives {z} "
+    "miles less than {b}. How many miles do the three drive in all?",
+)
+# fmt: on
+
+
+def trip_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of trips and travel (road trips, fuel and mileage, hotels, tickets,
+    luggage, car rentals, tolls, exchange rates, timetables and time zones), from
+    ``_TRIP_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_TRIP_STORY_TEMPLATES, count, seed + 257)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -4772,6 +4876,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "school-problems": lambda seed: school_problems(1000, seed),
     "ip-functions": ip_function_prompts,
     "point-functions": point_function_prompts,
+    "trip-problems": lambda seed: trip_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
