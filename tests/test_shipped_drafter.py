@@ -1,15 +1,9 @@
 """The shipped SmolLM2-135M-Instruct drafter loads against the real target, keeps greedy output exactly
 the target's own, and is accepted clearly more often than a random drafter (tau ~1.0).
 
-The shipped drafter (``drafters/smollm2-135m-instruct/``, the forty-ninth CPU run since 2026-12-02)
-reaches 2.203 on these chats (the forty-eighth 2.203, the forty-seventh 2.238, the forty-sixth 2.350,
-the forty-fifth 2.311, the forty-fourth's twin 2.203, the forty-third 2.238, the forty-second 2.238, the
-forty-first 2.169, the fortieth 2.104, the thirty-ninth 2.104, the thirty-eighth 2.104, the
-thirty-seventh 2.104, the thirty-sixth 2.104, the thirty-fifth 2.104, the thirty-fourth 2.014, the
-thirty-third 2.074, the thirty-second 2.043, the thirty-first 2.014, the thirtieth 2.104, the
-twenty-ninth 2.043, the twenty-eighth 2.074, the twenty-seventh 2.074, the twenty-sixth 2.104, the
-twenty-fifth 2.074, the twenty-fourth 2.014, the twenty-third 2.136, the ninth 1.78) and must reach
-tau > 2.10 here.
+The shipped drafter (``drafters/smollm2-135m-instruct/``, the fiftieth CPU run since 2026-12-02)
+reaches 2.104 on these chats (the forty-ninth 2.203; the drafters shipped since the twenty-third
+2.01-2.35, the ninth 1.78) and must reach tau > 2.00 here.
 Three chats of 48 tokens swing by a few hundredths to 0.12 between drafters whose replayed tau on
 200 evaluation prompts rises (the twenty-first, the twenty-fourth, the thirty-first), so the threshold
 follows the shipped drafter at a margin of about 0.1 below its value, down as well as up; the drafter
@@ -28,7 +22,7 @@ from sglang_dflash.smollm2 import IM_END_ID
 
 DRAFTERS = os.path.join(os.path.dirname(__file__), "..", "drafters", "smollm2-135m-instruct")
 # (directory, minimum tau on CHATS)
-COMMITTED = [(DRAFTERS, 2.10)]
+COMMITTED = [(DRAFTERS, 2.00)]
 # Not from the evaluation sets: a code task and a word problem in the style the drafter was trained on.
 CHATS = [
     "Write a Python function that returns the largest of three numbers.",
