@@ -2654,6 +2654,11 @@ def _point_direction(point: tuple[int, int]) -> str:
     return _COMPASS[round(math.degrees(math.atan2(y, x)) / 45) % 8]
 
 
+def _squared_distance(point: tuple[int, int]) -> int:
+    """x * x + y * y: the squared distance of a point from the origin."""
+    return point[0] ** 2 + point[1] ** 2
+
+
 def _sign(number: int) -> str:
     """'+', '-' or '0'."""
     return "+" if number > 0 else "-" if number < 0 else "0"
@@ -2664,7 +2669,7 @@ _POINT_FILTERS = (  # (name part, noun phrase, keep(point))
     ("first_quadrant", "the points with both coordinates positive", lambda p: p[0] > 0 and p[1] > 0),
     ("on_axis", "the points on an axis (a coordinate of 0)", lambda p: 0 in p),
     ("diagonal", "the points on a diagonal (x equal to y or to -y)", lambda p: abs(p[0]) == abs(p[1])),
-    ("near", "the points within distance 5 of the origin", lambda p: p[0] ** 2 + p[1] ** 2 <= 25),
+    ("near", "the points within distance 5 of the origin", lambda p: _squared_distance(p) <= 25),
     ("above", "the points above the x-axis (y positive)", lambda p: p[1] > 0),
     ("even_x", "the points whose x coordinate is even", lambda p: p[0] % 2 == 0),
     ("points", "all the points", lambda p: True),
@@ -2673,7 +2678,7 @@ _POINT_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase,
     ("manhattan", "the Manhattan distances from the origin (|x| + |y|) of {}",
      lambda p: abs(p[0]) + abs(p[1])),
     ("squared_distances", "the squared distances from the origin (x * x + y * y) of {}",
-     lambda p: p[0] ** 2 + p[1] ** 2),
+     _squared_distance),
     ("xs", "the x coordinates of {}", lambda p: p[0]),
     ("ys", "the y coordinates of {}", lambda p: p[1]),
 )
