@@ -3,6 +3,7 @@ export -> load -> identical outputs, exact resume, and prompts disjoint from the
 
 import ast
 import datetime
+import functools
 import json
 import math
 import os
@@ -11,7 +12,7 @@ import re
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import pytest
@@ -385,6 +386,8 @@ def test_evaluation_shaped_sources_are_opt_in_parse_as_python_and_stay_disjoint(
     assert builtin_prompts() == builtin_prompts(sources=DEFAULT_SOURCES)  # the default mix is unchanged
     shaped = builtin_prompts(sources=("code-completions", "word-problems"))
     assert shaped == builtin_prompts(sources=("code-completions", "word-problems"))
+    # the disjointness checks below compare against this set, built source by source
+    assert set(shaped) == _union_of_pools(("code-completions", "word-problems"))
     assert len(shaped) > 1500 and not set(shaped) & set(builtin_prompts())
     # The same in another process (no memory address in a prompt): a chunk is the same prompts on resume.
     code = (
@@ -542,13 +545,27 @@ CODE_SOURCES = (
 )
 
 
+@functools.cache
+def _source_pool(source: str) -> frozenset[str]:
+    """One built-in source's whole pool as a set, built once per test session: each source's
+    disjointness check compares it with every other source's pool, so without the cache the pools
+    were rebuilt once per source, a cost growing with the square of the sources."""
+    return frozenset(builtin_prompts(sources=(source,)))
+
+
+def _union_of_pools(sources: Sequence[str]) -> frozenset[str]:
+    """The set of ``builtin_prompts(sources=sources)``: de-duplicating and shuffling the mix keep its
+    set the union of the sources' own pools."""
+    return frozenset().union(*(_source_pool(source) for source in sources))
+
+
 def _assert_pool_is_tasks_disjoint_from_code_and_humaneval(source: str, prompts: list[str]) -> None:
     """``source``'s pool is exactly ``prompts``, shares none with the other code sources and no
     12-word run with a HumanEval prompt."""
     mix = builtin_prompts(sources=(source,))
     assert sorted(mix) == sorted(prompts)
     others = tuple(other for other in CODE_SOURCES if other != source)
-    assert not set(mix) & set(builtin_prompts(sources=others))
+    assert not set(mix) & _union_of_pools(others)
     humaneval = read_prompts(os.path.join(SHARED_DATA, "humaneval.jsonl"))
     assert overlapping_prompts(mix, humaneval) == []
 
@@ -1637,7 +1654,7 @@ def test_template_story_sources_use_every_template_and_stay_disjoint_from_gsm8k(
     mix = builtin_prompts(sources=(source,))
     assert len(mix) == pool_size
     others = [s for s in STORY_SOURCES if s != source]
-    assert not set(mix) & set(builtin_prompts(sources=others))
+    assert not set(mix) & _union_of_pools(others)
     gsm8k = read_prompts(os.path.join(SHARED_DATA, "gsm8k.jsonl"))
     assert overlapping_prompts(mix, gsm8k) == []
 
