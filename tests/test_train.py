@@ -542,6 +542,7 @@ CODE_SOURCES = (
     "url-functions",
     "ip-functions",
     "point-functions",
+    "card-functions",
 )
 
 
@@ -1341,6 +1342,45 @@ def test_point_functions_are_every_combination_with_right_examples_and_disjoint_
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("point-functions", prompts)
 
 
+def test_card_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import card_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(card_function_prompts, 7 * (4 * 9 + 4 * 4))
+    # A card read here independently of the source's code: its rank (2..14, the ace high) and suit.
+    order = "23456789TJQKA"
+
+    def rank(card: str) -> int:
+        return order.index(card[:-1].replace("10", "T")) + 2
+
+    def suit(card: str) -> str:
+        return {"C": "clubs", "D": "diamonds", "H": "hearts", "S": "spades"}[card[-1]]
+
+    seen_ten = seen_ace = False
+    for (cards,), result in _doctest_examples(prompts, "sum_values_hearts"):
+        assert 3 <= len(cards) <= 5 and len(set(cards)) == len(cards)
+        assert all(re.fullmatch(r"(A|[2-9]|10|J|Q|K)[CDHS]", card) for card in cards)
+        seen_ten |= any(card.startswith("10") for card in cards)
+        seen_ace |= any(card.startswith("A") for card in cards)
+        assert result == sum(rank(c) % 13 if rank(c) == 14 else rank(c) for c in cards if suit(c) == "hearts")
+    for name, keep in (("faces", lambda c: 11 <= rank(c) <= 13), ("numbered", lambda c: rank(c) <= 10)):
+        for (cards,), result in _doctest_examples(prompts, f"sum_points_{name}"):
+            assert result == sum(11 if rank(c) == 14 else min(rank(c), 10) for c in cards if keep(c))
+    for (cards,), result in _doctest_examples(prompts, "largest_high_values_cards"):
+        assert result == max(rank(c) for c in cards)
+    for (cards,), result in _doctest_examples(prompts, "list_names_red"):
+        assert result == [f"{c[:-1]} of {suit(c)}" for c in cards if suit(c) in ("hearts", "diamonds")]
+    for (cards,), result in _doctest_examples(prompts, "joined_colors_even_ranked"):
+        kept = [c for c in cards if (1 if rank(c) == 14 else rank(c)) % 2 == 0]
+        assert result == ",".join("red" if suit(c) in ("hearts", "diamonds") else "black" for c in kept)
+    for (cards,), result in _doctest_examples(prompts, "list_lengths_spades"):
+        assert result == [len(c) for c in cards if suit(c) == "spades"]
+    assert seen_ten or seen_ace
+    sentence = "Return a list of the suit names of the number cards"
+    assert sentence in next(p for p in prompts if "def list_suits_numbered(cards: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("card-functions", prompts)
+
+
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import threshold_function_prompts
 
@@ -1635,6 +1675,8 @@ TEMPLATE_STORY_SOURCES = [
     ("school-problems", "_SCHOOL_STORY_TEMPLATES", "school_problems", 990),
     # fifteen of the 1000 drawn stories repeat another
     ("trip-problems", "_TRIP_STORY_TEMPLATES", "trip_problems", 985),
+    # three of the 1000 drawn stories repeat another
+    ("kitchen-problems", "_KITCHEN_STORY_TEMPLATES", "kitchen_problems", 997),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

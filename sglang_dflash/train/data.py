@@ -345,6 +345,15 @@ And a thirty-seventh:
   the nearest compass direction, the signs, ``"x:y"``) of each kept point and a summary
   (``sum_manhattan_first_quadrant(points)``), every combination once (364 tasks).
 
+And a thirty-eighth:
+
+- ``card-functions``: the same shape over playing cards (``cards: List[str]``, a rank and a suit
+  letter like ``"10H"`` or ``"QS"``): a filter (hearts, red, face cards, number cards, an even rank,
+  spades, all), a change that makes a number (the rank's value with the ace low or high, blackjack
+  points, the text's length) or a text (the suit's name, the rank, the colour, ``"Q of spades"``)
+  of each kept card and a summary (``sum_values_hearts(cards)``), every combination once (364
+  tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -388,6 +397,13 @@ And an eighteenth:
 - ``trip-problems``: GSM8K-shaped stories from 40 further templates of trips and travel: road trips
   in legs, fuel and mileage, hotel nights, tickets for families, luggage limits, car rentals by the
   day and the mile, tolls, exchange rates, timetables and time zones, campsites and park fees.
+
+And a nineteenth:
+
+- ``kitchen-problems``: GSM8K-shaped stories from 40 further templates of cooking and baking:
+  recipes scaled up or down, batches of cookies and muffins on trays, oven and cooking times per
+  kilogram or per batch, ingredients bought in packs or by weight, servings per pot, pie or cake, a
+  café's or bakery's orders and sales, leftovers, cups, grams and spoons, a dinner party's shopping.
 
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
@@ -2716,6 +2732,81 @@ def point_function_prompts(seed: int = 0) -> list[str]:
     )
 
 
+# HumanEval-shaped tasks over playing cards (``card-functions``: ``cards`` is a list of texts, a rank
+# ('A', '2' to '10', 'J', 'Q', 'K') followed by a suit letter ('C', 'D', 'H', 'S'), like "10H" or
+# "QS"); a filter over the cards, a change that makes a number (the rank's value with the ace low or
+# high, blackjack points, the text's length) or a text (the suit's name, the rank, the colour, a name
+# like "Q of spades") of each kept card and a summary, composed as the list tasks are.
+_CARD_RANKS = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
+_CARD_SUITS = {"C": "clubs", "D": "diamonds", "H": "hearts", "S": "spades"}
+
+
+def _card_rank(card: str) -> str:
+    """The card without its suit letter: 'A', '2' to '10', 'J', 'Q' or 'K'."""
+    return card[:-1]
+
+
+def _card_value(card: str) -> int:
+    """The rank's value: an ace 1, '2' to '10' their number, J 11, Q 12, K 13."""
+    return _CARD_RANKS.index(_card_rank(card)) + 1
+
+
+def _blackjack_points(card: str) -> int:
+    """An ace 11, J, Q and K 10, the other cards their number."""
+    value = _card_value(card)
+    return 11 if value == 1 else min(value, 10)
+
+
+# fmt: off
+_CARD_FILTERS = (  # (name part, noun phrase, keep(card))
+    ("hearts", "the cards of hearts (suit letter 'H')", lambda c: c[-1] == "H"),
+    ("red", "the red cards (hearts 'H' or diamonds 'D')", lambda c: c[-1] in "HD"),
+    ("faces", "the face cards (a rank of 'J', 'Q' or 'K')", lambda c: _card_rank(c) in ("J", "Q", "K")),
+    ("numbered", "the number cards (a rank from '2' to '10')", lambda c: _card_rank(c).isdigit()),
+    ("even_ranked", "the cards whose rank value is even (an ace counting 1, J 11, Q 12, K 13)",
+     lambda c: _card_value(c) % 2 == 0),
+    ("spades", "the cards of spades (suit letter 'S')", lambda c: c[-1] == "S"),
+    ("cards", "all the cards", lambda c: True),
+)
+_CARD_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, card -> number)
+    ("values", "the rank values of {} (an ace counting 1, J 11, Q 12, K 13)", _card_value),
+    ("points", "the blackjack points of {} (an ace 11, J, Q and K 10, the other cards their number)",
+     _blackjack_points),
+    ("high_values", "the rank values of {} with an ace counting 14 (J 11, Q 12, K 13)",
+     lambda c: _card_value(c) if _card_value(c) > 1 else 14),
+    ("lengths", "the lengths of the texts of {}", len),
+)
+_CARD_CHANGES = (  # (name part, phrase around the filtered noun phrase, card -> text)
+    ("suits", "the suit names of {} ('clubs', 'diamonds', 'hearts' or 'spades')",
+     lambda c: _CARD_SUITS[c[-1]]),
+    ("ranks", "the ranks of {} (each card without its suit letter)", _card_rank),
+    ("colors", "the colours of {} ('red' for hearts and diamonds, 'black' for clubs and spades)",
+     lambda c: "red" if c[-1] in "HD" else "black"),
+    ("names", "the names of {} like 'Q of spades' (the rank, ' of ' and the suit's name)",
+     lambda c: f"{_card_rank(c)} of {_CARD_SUITS[c[-1]]}"),
+)
+# fmt: on
+
+
+def _cards(rng: random.Random) -> tuple[list[str]]:
+    """3-5 distinct cards: the whole argument tuple of the card tasks' examples."""
+    return (_distinct_draws(rng, rng.randint(3, 5), _card),)
+
+
+def _card(rng: random.Random) -> str:
+    """One card, a face card about a third of the time."""
+    rank = rng.choice((rng.choice(_CARD_RANKS), rng.choice(_CARD_RANKS), rng.choice(("J", "Q", "K"))))
+    return rank + rng.choice(tuple(_CARD_SUITS))
+
+
+def card_function_prompts(seed: int = 0) -> list[str]:
+    """Every card filter x change x summary task over ``cards: List[str]``, with 2-3 examples each:
+    the number changes with the number summaries, the text changes with the word summaries (joined
+    by commas)."""
+    parts = (_CARD_FILTERS, _CARD_NUMBER_CHANGES, _CARD_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _number_and_item_prompts(random.Random(seed + 263), *parts, "cards", "List[str]", _cards, iter)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -4820,6 +4911,117 @@ def trip_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_TRIP_STORY_TEMPLATES, count, seed + 257)
 
 
+# Cooking and baking (``kitchen-problems``): recipes scaled up or down for more or fewer servings,
+# batches of cookies and muffins on trays, oven and cooking times per kilogram or per batch,
+# ingredients bought in packs or by weight, servings per pot, pie or cake, a café's or bakery's
+# orders and sales, leftovers, cups, grams and spoons, a dinner party's shopping; every slot is
+# filled by :func:`_story_values`.
+# fmt: off
+_KITCHEN_STORY_TEMPLATES = (
+    "{a}'s pancake recipe feeds {w} people with {z} eggs and {y}00 milliliters of milk. {a} is cooking "
+    "brunch for {h} times as many people. How many eggs and how many milliliters of milk does {a} need?",
+    "{a} has enough dough for {x}0 cookies. One baking tray holds {slices} cookies, and the oven bakes "
+    "one tray at a time for {t} minutes. How many minutes of baking does {a} need for all the cookies?",
+    "A roast needs {m} minutes in the oven for every kilogram, then rests for {y}0 minutes before "
+    "carving. {a}'s roast weighs {z} kilograms. How many minutes pass from putting it in the oven to "
+    "carving it?",
+    "A batch of {slices} muffins uses {y}0 grams of butter, and butter is sold in 250-gram packs for "
+    "${q} each. {a} bakes {w} batches for a family reunion. How much does {a} spend on butter, buying "
+    "whole packs?",
+    "One pot of {a}'s lentil soup fills {slices} bowls. {a}'s café sells {x}0 bowls of soup on a cold "
+    "day. How many pots must the cook make, and how many bowls are left over?",
+    "{a}'s café sold {x} lattes at ${z} each and {y}0 croissants at ${q} each on Saturday morning. The "
+    "milk and coffee for each latte cost the café {m} cents. How much did the café take in after paying "
+    "for the lattes' milk and coffee?",
+    "There are 3 teaspoons in a tablespoon. {a}'s curry for {w} people calls for {y} tablespoons of "
+    "spice mix, and {a} cooks {z} pots of it for a street festival. How many teaspoons of spice mix "
+    "does {a} use?",
+    "A cup of flour weighs about 120 grams. {a}'s bread recipe uses {z} cups of flour for each loaf, "
+    "and {a} bakes {w} loaves from a {t}-kilogram sack. How many grams of flour are left in the sack?",
+    "{a} is hosting dinner for {t} guests. Each guest gets {q} potatoes and {y}00 grams of fish. "
+    "Potatoes cost {m} cents each and fish costs ${p} for every 100 grams. How much does the food for "
+    "the guests cost?",
+    "{a} cooked {x}0 dumplings for a party. {b} ate {y}, {c} ate {z} more than {b}, and {a} ate {w}. "
+    "How many dumplings were left for the other guests?",
+    "Each apple pie at {a}'s bakery is cut into {slices} pieces. The bakery sold {x} pieces in the "
+    "morning and {y}0 in the afternoon. How many pies did it have to cut, and how many pieces of the "
+    "last pie are left?",
+    "A wedding cake has {z} layers, and each layer takes {y}0 grams of sugar and {q} eggs. {a} bakes "
+    "{w} of these cakes this month. How many grams of sugar and how many eggs does {a} use?",
+    "{a}'s oven fits {z} muffin tins at a time, each with {slices} cups, and every round bakes for {m} "
+    "minutes. How many minutes of baking does it take to make {x}0 muffins?",
+    "{a}'s café uses {y} liters of milk a day from Monday to Friday and {z} liters more each day on "
+    "Saturday and Sunday. Milk costs ${q} a liter. How much does the café spend on milk in a week?",
+    "A beef stew recipe for {slices} people calls for {x}00 grams of beef and {h}00 grams of carrots. "
+    "{a} makes only a quarter of the recipe. How many grams of beef and carrots does {a} use together?",
+    "{a}'s bakery bakes {slices}0 loaves each morning. It sells {pct}% of them by noon and {y} more in "
+    "the afternoon, and gives the rest to a food bank. How many loaves go to the food bank?",
+    "A cup holds 16 tablespoons. {a} stirs {y} tablespoons of yogurt into each smoothie and makes {w} "
+    "smoothies a week. How many tablespoons of yogurt are left after one week in a tub that held {t} "
+    "cups?",
+    "{a} fries {x} pancakes in a pan that holds {z} at a time, and each round takes {h} minutes. How "
+    "many minutes does {a} spend frying pancakes?",
+    "The morning orders at {a}'s café were {x} cappuccinos, {y}0 teas and {w} hot chocolates. A "
+    "cappuccino costs ${z}, a tea ${q} and a hot chocolate ${h}. How much did the morning's orders "
+    "bring in?",
+    "Cheese costs ${q} for every 100 grams at the deli counter. {a} buys {y}00 grams for a lasagna and "
+    "{z}00 grams for a pizza. How much does {a} pay for the cheese?",
+    "{a}'s bakery sells croissants for ${q} each, and each one costs {m} cents to make. It sold {x}0 "
+    "croissants on Saturday and {y}0 on Sunday. How much profit did the croissants make over the "
+    "weekend?",
+    "{a} wants the lasagna on the table at {h}:{m} p.m. It takes {z}0 minutes to prepare, bakes for "
+    "{y}0 minutes and rests for {q}0 minutes. At what time must {a} start preparing it?",
+    "{a} mixes {z} kilograms of bread dough, keeps {y}00 grams aside for a pizza base and shapes the "
+    "rest into rolls of {m}0 grams each. How many rolls can {a} shape, and how many grams of dough are "
+    "left over?",
+    "{a} is throwing a dinner party for {w} friends. Each of them and {a} will drink {z} glasses of "
+    "juice, and one bottle fills {y} glasses. How many bottles should {a} buy?",
+    "Each espresso at {a}'s café uses {slices} grams of coffee beans. The café makes {x}0 espressos a "
+    "day, and beans come in 1-kilogram bags. How many bags does it use in {w} days?",
+    "{a} cooks a pot of {t} liters of vegetable soup. Each bowl holds {y}00 milliliters. How many full "
+    "bowls can {a} serve, and how many milliliters of soup are left?",
+    "{a}'s café cuts each cheesecake into {slices} slices and bakes {w} cheesecakes. By closing time all "
+    "but {y} slices have sold at ${z} each, and the next day the leftovers sell for half price. How "
+    "much money do the cheesecakes bring in?",
+    "{a}'s only measuring cup holds a third of a cup. A loaf of bread needs {z} cups of water, and {a} "
+    "bakes {w} loaves. How many times must {a} fill the measuring cup?",
+    "{a} cooks {z} kilograms of strawberries with half that weight of sugar, and the jam weighs as much "
+    "as the two together. How many full {y}00-gram jars can {a} fill?",
+    "{a} cooks rice for a party of {x} guests, {y}0 grams of dry rice for each guest. Rice comes in "
+    "1-kilogram bags for ${q} each. How much does {a} spend on rice?",
+    "{a}'s bakery got {w} orders for birthday cakes and {y} for wedding cakes this week. Decorating a "
+    "birthday cake takes {h} hours and a wedding cake {z} times as long. How many hours of decorating "
+    "is that?",
+    "{a}'s deli makes {x} sandwiches for an office lunch, each with two slices of bread. A loaf of bread "
+    "has {slices} slices. How many loaves does the deli open, and how many slices are left over?",
+    "{a} puts a stew in the slow cooker at {t} a.m. On low it needs {h} hours; on high it needs half as "
+    "long. If {a} uses the high setting, at what time is the stew ready?",
+    "{a} makes cookie dough from {y}00 grams of flour, {z}00 grams of butter and {q}00 grams of sugar. "
+    "Each cookie takes {m} grams of dough. How many whole cookies can {a} make?",
+    "Each full breakfast at {a}'s café comes with {z} sausages, and sausages come in packs of {slices}. "
+    "The café serves {x} full breakfasts a day. How many packs does it open in {w} days?",
+    "{a}'s waffle iron makes {z} waffles every {h} minutes. {a} wants {y} waffles for each of {w} "
+    "guests. How many minutes does the cooking take?",
+    "{a}'s dinner party shopping list has {w} steaks at ${p} each, {y} bottles of juice at ${q} each and "
+    "a ${x} cake. The shop takes {pct}% off the whole bill. How much does {a} pay?",
+    "{a} had {y} lemons and bought {z} bags of 10 more. The lemon bars took {used} lemons, and each jug "
+    "of lemonade takes 4. How many jugs of lemonade can {a} make with the rest?",
+    "In a baking contest, {a}'s cake got {s1}, {s2} and {s3} points from three judges. {b}'s pie got "
+    "{avg} points on average from the same judges. Who got more points in all, and how many more?",
+    "{a}'s bakery gets an order for {hours} cupcakes. Cupcakes bake {slices} to a tray and are packed "
+    "{w} to a box. How many trays must be baked, and how many boxes are needed?",
+)
+# fmt: on
+
+
+def kitchen_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of cooking and baking (recipes scaled to more or fewer servings, batches
+    on trays, oven times, ingredients in packs or by weight, servings per pot or cake, a café's or
+    bakery's orders and sales, leftovers, kitchen measures), from ``_KITCHEN_STORY_TEMPLATES`` (no
+    instruction appended)."""
+    return _template_stories(_KITCHEN_STORY_TEMPLATES, count, seed + 269)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -4881,7 +5083,9 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "school-problems": lambda seed: school_problems(1000, seed),
     "ip-functions": ip_function_prompts,
     "point-functions": point_function_prompts,
+    "card-functions": card_function_prompts,
     "trip-problems": lambda seed: trip_problems(1000, seed),
+    "kitchen-problems": lambda seed: kitchen_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
