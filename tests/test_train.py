@@ -543,6 +543,7 @@ CODE_SOURCES = (
     "ip-functions",
     "point-functions",
     "card-functions",
+    "chess-functions",
 )
 
 
@@ -1381,6 +1382,46 @@ def test_card_functions_are_every_combination_with_right_examples_and_disjoint_f
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("card-functions", prompts)
 
 
+def test_chess_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import chess_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(chess_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    # A square read here independently of the source's code: (column, row) from 0 to 7, 'a1' (0, 0).
+    def cell(square: str) -> tuple[int, int]:
+        return "abcdefgh".index(square[0]), "12345678".index(square[1])
+
+    def dark(square: str) -> bool:
+        column, row = cell(square)
+        return column % 2 == row % 2  # 'a1' dark, 'b1' and 'a2' light
+
+    seen_centre = seen_edge = False
+    for (squares,), result in _doctest_examples(prompts, "sum_ranks_dark"):
+        assert 3 <= len(squares) <= 5 and len(set(squares)) == len(squares)
+        assert all(re.fullmatch(r"[a-h][1-8]", square) for square in squares)
+        seen_centre |= any(square in ("d4", "d5", "e4", "e5") for square in squares)
+        seen_edge |= any(square[0] in "ah" or square[1] in "18" for square in squares)
+        assert result == sum(cell(q)[1] + 1 for q in squares if dark(q))
+    for (squares,), result in _doctest_examples(prompts, "list_indices_light"):
+        assert result == [cell(q)[1] * 8 + cell(q)[0] for q in squares if not dark(q)]
+    for (squares,), result in _doctest_examples(prompts, "largest_king_distances_squares"):
+        assert result == max(max(cell(q)) for q in squares)
+    for (squares,), result in _doctest_examples(prompts, "sum_file_numbers_kingside"):
+        assert result == sum(cell(q)[0] + 1 for q in squares if cell(q)[0] >= 4)
+    for (squares,), result in _doctest_examples(prompts, "list_mirrored_ranks_white_half"):
+        assert result == [q[0] + "87654321"[cell(q)[1]] for q in squares if cell(q)[1] <= 3]
+    for (squares,), result in _doctest_examples(prompts, "joined_mirrored_files_edge"):
+        kept = [q for q in squares if 0 in cell(q) or 7 in cell(q)]
+        assert result == ",".join("hgfedcba"[cell(q)[0]] + q[1] for q in kept)
+    for (squares,), result in _doctest_examples(prompts, "list_colors_central"):
+        assert result == ["dark" if dark(q) else "light" for q in squares if q in ("d4", "d5", "e4", "e5")]
+    assert seen_centre and seen_edge
+    sentence = "Return a list of the names of the light squares"
+    assert sentence in next(p for p in prompts if "def list_upper_light(squares: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("chess-functions", prompts)
+
+
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import threshold_function_prompts
 
@@ -1677,6 +1718,8 @@ TEMPLATE_STORY_SOURCES = [
     ("trip-problems", "_TRIP_STORY_TEMPLATES", "trip_problems", 985),
     # three of the 1000 drawn stories repeat another
     ("kitchen-problems", "_KITCHEN_STORY_TEMPLATES", "kitchen_problems", 997),
+    # four of the 1000 drawn stories repeat another
+    ("garden-problems", "_GARDEN_STORY_TEMPLATES", "garden_problems", 996),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

@@ -354,6 +354,15 @@ And a thirty-eighth:
   of each kept card and a summary (``sum_values_hearts(cards)``), every combination once (364
   tasks).
 
+And a thirty-ninth:
+
+- ``chess-functions``: the same shape over squares of a chess board (``squares: List[str]``, a file
+  letter and a rank digit like ``"e4"``): a filter (dark, light, the centre four, the board's edge,
+  white's half, the kingside, all), a change that makes a number (the rank, the file's number, the
+  distance from ``"a1"`` in king moves, the board index) or a text (the colour, the square mirrored
+  across the middle rank or file, upper case) of each kept square and a summary
+  (``sum_ranks_dark(squares)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -404,6 +413,13 @@ And a nineteenth:
   recipes scaled up or down, batches of cookies and muffins on trays, oven and cooking times per
   kilogram or per batch, ingredients bought in packs or by weight, servings per pot, pie or cake, a
   café's or bakery's orders and sales, leftovers, cups, grams and spoons, a dinner party's shopping.
+
+And a twentieth:
+
+- ``garden-problems``: GSM8K-shaped stories from 40 further templates of gardens: beds planted in
+  rows, seeds in packets and how many sprout, watering cans, hoses and rain barrels, bags of soil,
+  compost and mulch, fences and edging, harvests weighed, shared and sold at a market stall, plants
+  in pots and trays, lawns mowed and hedges trimmed for pay, plants growing, a community garden.
 
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
@@ -2807,6 +2823,82 @@ def card_function_prompts(seed: int = 0) -> list[str]:
     return _number_and_item_prompts(random.Random(seed + 263), *parts, "cards", "List[str]", _cards, iter)
 
 
+# HumanEval-shaped tasks over squares of a chess board (``chess-functions``: ``squares`` is a list of
+# texts, a file letter 'a' to 'h' followed by a rank digit '1' to '8', like "e4"); a filter over the
+# squares, a change that makes a number (the rank, the file's number, the distance from 'a1' in king
+# moves, the board index) or a text (the colour, the square mirrored across the middle rank or the
+# middle file, the upper-case name) of each kept square and a summary, composed as the list tasks are.
+_CHESS_FILES = "abcdefgh"
+
+
+def _chess_file(square: str) -> int:
+    """The file's number: 'a' 1 to 'h' 8."""
+    return _CHESS_FILES.index(square[0]) + 1
+
+
+def _chess_rank(square: str) -> int:
+    """The rank: the square's digit, 1 to 8."""
+    return int(square[1])
+
+
+def _chess_dark(square: str) -> bool:
+    """Whether the square is dark: its file's number plus its rank is even ('a1' is dark)."""
+    return (_chess_file(square) + _chess_rank(square)) % 2 == 0
+
+
+# fmt: off
+_CHESS_FILTERS = (  # (name part, noun phrase, keep(square))
+    ("dark", "the dark squares (the file's number, 'a' 1 to 'h' 8, plus the rank even, like 'a1')",
+     _chess_dark),
+    ("light", "the light squares (the file's number, 'a' 1 to 'h' 8, plus the rank odd, like 'b1')",
+     lambda s: not _chess_dark(s)),
+    ("central", "the centre squares ('d4', 'd5', 'e4' or 'e5')", lambda s: s in ("d4", "d5", "e4", "e5")),
+    ("edge", "the squares on the board's edge (file 'a' or 'h', or rank 1 or 8)",
+     lambda s: s[0] in "ah" or s[1] in "18"),
+    ("white_half", "the squares of white's half of the board (ranks 1 to 4)", lambda s: _chess_rank(s) <= 4),
+    ("kingside", "the kingside squares (files 'e' to 'h')", lambda s: s[0] in "efgh"),
+    ("squares", "all the squares", lambda s: True),
+)
+_CHESS_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, square -> number)
+    ("ranks", "the ranks (each square's digit) of {}", _chess_rank),
+    ("file_numbers", "the file numbers ('a' 1 to 'h' 8) of {}", _chess_file),
+    ("king_distances", "the distances from 'a1' in king moves (the larger of the file number less 1 and "
+     "the rank less 1) of {}", lambda s: max(_chess_file(s), _chess_rank(s)) - 1),
+    ("indices", "the board indices (8 times the rank less 1, plus the file number less 1: 'a1' 0, 'h8' "
+     "63) of {}", lambda s: 8 * (_chess_rank(s) - 1) + _chess_file(s) - 1),
+)
+_CHESS_CHANGES = (  # (name part, phrase around the filtered noun phrase, square -> text)
+    ("colors", "the colours of {} ('dark' or 'light')", lambda s: "dark" if _chess_dark(s) else "light"),
+    ("mirrored_ranks", "{} mirrored across the middle rank (the rank r becomes 9 - r, 'e2' becomes 'e7')",
+     lambda s: f"{s[0]}{9 - _chess_rank(s)}"),
+    ("mirrored_files", "{} mirrored across the middle file ('a' becomes 'h', 'b' becomes 'g', 'c4' becomes "
+     "'f4')", lambda s: f"{_CHESS_FILES[8 - _chess_file(s)]}{s[1]}"),
+    ("upper", "the names of {} in upper case ('e4' becomes 'E4')", str.upper),
+)
+# fmt: on
+
+
+def _squares(rng: random.Random) -> tuple[list[str]]:
+    """3-5 distinct squares: the whole argument tuple of the chess tasks' examples."""
+    return (_distinct_draws(rng, rng.randint(3, 5), _square),)
+
+
+def _square(rng: random.Random) -> str:
+    """One square, a centre square about a sixth of the time and an edge one about a third."""
+    files = (rng.choice(_CHESS_FILES), rng.choice(_CHESS_FILES), rng.choice("ah"), rng.choice("de"))
+    file = rng.choice(files)
+    rank = rng.choice((rng.randint(1, 8), rng.randint(1, 8), rng.choice((1, 8)), rng.choice((4, 5))))
+    return f"{file}{rank}"
+
+
+def chess_function_prompts(seed: int = 0) -> list[str]:
+    """Every chess filter x change x summary task over ``squares: List[str]``, with 2-3 examples each:
+    the number changes with the number summaries, the text changes with the word summaries (joined
+    by commas)."""
+    parts = (_CHESS_FILTERS, _CHESS_NUMBER_CHANGES, _CHESS_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _number_and_item_prompts(random.Random(seed + 271), *parts, "squares", "List[str]", _squares, iter)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -5022,6 +5114,105 @@ def kitchen_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_KITCHEN_STORY_TEMPLATES, count, seed + 269)
 
 
+# GSM8K-shaped stories of gardens (``garden-problems``): beds planted in rows, seeds in packets and
+# their germination, watering cans and hoses, bags of soil and compost by the liter, fences and
+# edging around beds, harvests weighed and shared, a market stall's vegetables, plants in pots and
+# trays, lawns mowed by the hour, hedges and trees growing, a community garden's plots and fees;
+# every slot is filled by :func:`_story_values`.
+# fmt: off
+_GARDEN_STORY_TEMPLATES = (
+    "{a} plants a vegetable bed with {w} rows of carrots and {h} rows of beets. Each row of carrots "
+    "holds {x} seedlings and each row of beets {y} fewer. How many seedlings does {a} plant?",
+    "A packet holds {x}0 lettuce seeds, and about {pct}% of them never sprout. {a} sows {z} packets. "
+    "About how many lettuce plants come up?",
+    "{a}'s watering can holds {y} liters. The tomato bed needs {x} liters every evening and the herb "
+    "pots {z} liters. How many times must {a} fill the can each evening, counting a part-full last "
+    "trip as one?",
+    "A rectangular flower bed is {w} meters long and {z} meters wide. {a} puts wooden edging all the "
+    "way around it, and edging costs ${q} per meter. How much does the edging cost?",
+    "Potting soil comes in {y}0-liter bags for ${p} each. {a} is filling {x} pots that take {z} liters "
+    "each. How many bags does {a} buy, and what do they cost?",
+    "{a} picked {x} tomatoes on Monday, twice as many on Wednesday and {y} fewer than that on Friday. "
+    "How many tomatoes did {a} pick in those three days?",
+    "At the farmers' market, {a} sells bunches of radishes for ${q} and jars of pickled beans for "
+    "${p}. On Saturday {a} sold {x} bunches and {y} jars. How much money did the stall take?",
+    "A young apple tree is {z}0 centimeters tall and grows {y} centimeters every month in spring and "
+    "summer. How tall is it after {t} months of growing?",
+    "{a} mows lawns after school and charges ${p} for a small lawn and ${p} more for a large one. "
+    "This week {a} mowed {w} small lawns and {z} large ones. How much did {a} earn?",
+    "A community garden has {x}0 plots. {pct}% of them are rented for the whole year at ${m} each, and "
+    "the rest stand empty. How much rent does the garden collect?",
+    "{a} plants tulip bulbs {y} centimeters apart along a path {x}0 centimeters long, with a bulb at "
+    "each end. How many bulbs does {a} need?",
+    "A hose pours {y} liters of water a minute. {a} waters the vegetable patch for {m} minutes every "
+    "day. How many liters does the patch get in {w} days?",
+    "{a} splits {x}0 strawberry plants equally among {z} raised beds, then gives away {y} plants from "
+    "each bed to {b}. How many plants are left in each bed?",
+    "A bag of fertilizer feeds {slices} square meters of lawn. {a}'s lawn is {x} meters by {w} meters. "
+    "How many bags does {a} need for one feeding?",
+    "{a} bought {w} trays of pansies with {slices} plants in each tray. After planting the border, "
+    "{y} plants were left. How many pansies went into the border?",
+    "{a}'s pumpkin weighed {y} kilograms in August and gained {z} kilograms each week for {h} weeks "
+    "before the fair. How heavy was it at the fair?",
+    "A gardener trims hedges for ${x} an hour. The front hedge takes {z} hours and the back hedge "
+    "{q} hours longer. What does the gardener charge for both hedges?",
+    "{a} fills {w} compost bins. Each bin holds {y}0 liters, and a full bin shrinks to a quarter of "
+    "its volume by spring. How many liters of compost does {a} have in spring?",
+    "Seed potatoes cost ${q} a kilogram. {a} plants {z} kilograms and harvests {t} times as much. If "
+    "{a} sells the harvest at ${q} a kilogram too, how much more money comes back than was spent?",
+    "{a} and {b} share a garden. {a} waters it on {z} days a week and {b} on the other days. How many "
+    "days does {b} water it over {w} weeks?",
+    "A greenhouse holds {w} shelves, each with room for {x} seedling pots. {a} has already put {z} pots "
+    "on each shelf. How many more pots can go into the greenhouse?",
+    "{a} builds a fence around a square vegetable patch with sides of {t} meters and leaves a gate "
+    "{z} meters wide. Fencing costs ${p} per meter. How much does the fence cost?",
+    "Each sunflower plant gives about {x}0 seeds. {a} saves the seeds of {w} plants and plants "
+    "{pct}% of them next year. How many seeds does {a} plant next year?",
+    "{a}'s garden gave {x}0 kilograms of beans. {a} froze a quarter of them and gave {y} kilograms to "
+    "{b}. How many kilograms were left to eat fresh?",
+    "A rose bush costs ${p} and a lavender plant ${q}. {a} buys {z} rose bushes and {slices} lavender "
+    "plants and pays with two $100 notes. How much change does {a} get?",
+    "{a} spends {m} minutes weeding each bed, and the garden has {w} beds. If {a} starts at 9:00, at "
+    "what time does {a} finish weeding all the beds?",
+    "Rain filled {a}'s water barrel with {x}0 liters. {a} uses {y} liters a day on the vegetables. For "
+    "how many whole days does the barrel last?",
+    "{a} has {x}0 herb cuttings. {pct}% of them grow roots, and {a} pots each rooted cutting in a pot "
+    "that costs {m} cents. How much do the pots cost?",
+    "A row of corn is {x} meters long, and {a} plants one seed every {z}0 centimeters. How many seeds "
+    "go into {w} rows?",
+    "Mulch is sold by the bag, and one bag covers {z} square meters. {a}'s beds cover {x} square "
+    "meters, and bags cost ${p} each. How much does {a} spend on mulch?",
+    "{a} harvested {x} zucchinis this summer, {y} more than last summer. Last summer's harvest was "
+    "{z} more than the summer before. How many zucchinis did {a} harvest over the three summers?",
+    "A garden center sells seedlings at ${q} each, or a tray of {slices} for ${w} less than {slices} "
+    "single ones. {a} needs {h} trays' worth of seedlings. What does {a} pay for them in trays?",
+    "{a} mows the big lawn in {m} minutes and {b} mows it in twice that time. How many minutes does "
+    "{b} spend mowing it {w} times?",
+    "An orchard has {w} rows of {x} pear trees. Each tree gives {z} baskets of pears, and a basket "
+    "sells for ${p}. How much are the pears worth?",
+    "{a} waters the {y} hanging baskets with {z} cups each and the {w} window boxes with twice as "
+    "much each. How many cups of water is that?",
+    "A vine grows {z} centimeters a day. {a} measured it at {x} centimeters on a Monday. How many days "
+    "later is it first taller than {x}0 centimeters, and on which day of the week does that fall?",
+    "{a} divides a {x}0-meter garden path into {t} equal parts and lays gravel on {z} of them. How "
+    "many meters of the path are covered in gravel?",
+    "{a} grew {x} heads of cabbage and sold them in crates of {y}. Each full crate sold for ${p} and "
+    "the cabbages that did not fill a crate sold for ${q} each. How much did {a} earn?",
+    "A pond in {a}'s garden loses {y} liters a day in hot weather. It held {x}00 liters at the start "
+    "of a {t}-day heat wave. How much water is left at the end if no rain falls?",
+    "{a} started the season with {used} flower pots, broke two of them and bought {y} new ones. {a} "
+    "puts {q} bulbs in every pot. How many bulbs does {a} need?",
+)
+# fmt: on
+
+
+def garden_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of gardens (beds in rows, seeds and germination, watering, soil and
+    compost, fences and edging, harvests, a market stall, pots and trays, lawns and hedges, a
+    community garden's plots), from ``_GARDEN_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_GARDEN_STORY_TEMPLATES, count, seed + 277)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -5086,6 +5277,8 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "card-functions": card_function_prompts,
     "trip-problems": lambda seed: trip_problems(1000, seed),
     "kitchen-problems": lambda seed: kitchen_problems(1000, seed),
+    "chess-functions": chess_function_prompts,
+    "garden-problems": lambda seed: garden_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
