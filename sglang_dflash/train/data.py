@@ -2884,7 +2884,8 @@ def _squares(rng: random.Random) -> tuple[list[str]]:
 
 
 def _square(rng: random.Random) -> str:
-    """One square, a centre square about a sixth of the time and an edge one about a third."""
+    """One square: a centre one about a seventh of the time, one on the board's edge about three times
+    in five (each coordinate drawn from a uniform pick, an edge pick or a centre pick)."""
     files = (rng.choice(_CHESS_FILES), rng.choice(_CHESS_FILES), rng.choice("ah"), rng.choice("de"))
     file = rng.choice(files)
     rank = rng.choice((rng.randint(1, 8), rng.randint(1, 8), rng.choice((1, 8)), rng.choice((4, 5))))
