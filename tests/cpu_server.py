@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -77,10 +78,41 @@ def _own_session_ending_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
+# Lowest port a server is given: below it are well-known and registered services' ports.
+LOWEST_SERVER_PORT = 10000
+# How often a start that lost its port to another process is retried with a new one.
+PORT_RETRIES = 3
+ADDRESS_IN_USE = "address already in use"
+
+
+def ephemeral_port_range() -> tuple[int, int]:
+    """The kernel's range for ports it hands out by itself (bind to port 0, outgoing connections)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(word) for word in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port the kernel will not hand out by itself while the server starts.
+
+    A port from ``bind(0)`` is free now but comes from the ephemeral range, and while the server
+    loads (20-60 s) SGLang takes its ``nccl_port`` and torch its gloo sockets from that same range: a
+    CI run lost its HTTP port that way ("address already in use" at uvicorn's bind).  So the port is
+    drawn below the ephemeral range and checked free.
+    """
+    low, _ = ephemeral_port_range()
+    candidates = list(range(LOWEST_SERVER_PORT, max(LOWEST_SERVER_PORT + 1, low)))
+    for port in random.sample(candidates, min(len(candidates), 200)):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {LOWEST_SERVER_PORT}..{low - 1} after 200 draws")
 
 
 class CpuServer:
@@ -95,9 +127,25 @@ class CpuServer:
         start_timeout_s: float = 600,
         env: dict[str, str] | None = None,
     ) -> None:
+        self.log_path = log_path
+        self._args = list(extra_args)
+        self._env = {**cpu_environment(), **(env or {})}
+        for attempt in range(1, PORT_RETRIES + 1):
+            self._start(model)
+            try:
+                self._wait_healthy(start_timeout_s)
+                return
+            except RuntimeError as error:
+                # Another process took the port between the check and uvicorn's bind (it binds
+                # last, after the model has loaded): start again on a new port, nothing else.
+                self.shutdown()
+                if ADDRESS_IN_USE not in str(error).lower() or attempt == PORT_RETRIES:
+                    raise
+
+    def _start(self, model: str) -> None:
+        """Launch the server on a fresh free port (the log restarts with it)."""
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_path
         args = [
             sys.executable,
             "-m",
@@ -111,17 +159,16 @@ class CpuServer:
             *CPU_FLAGS,
             "--log-level",
             "warning",
-            *extra_args,
+            *self._args,
         ]
-        self._log = open(log_path, "w")  # closed in shutdown()
+        self._log = open(self.log_path, "w")  # closed in shutdown()
         self.proc = subprocess.Popen(
             args,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            env={**cpu_environment(), **(env or {})},
+            env=self._env,
             preexec_fn=_own_session_ending_with_parent,
         )
-        self._wait_healthy(start_timeout_s)
 
     # ------------------------------------------------------------------ lifecycle
     def _wait_healthy(self, timeout_s: float) -> None:
@@ -150,7 +197,10 @@ class CpuServer:
             return f.read()[-chars:]
 
     def shutdown(self, timeout_s: float = 60) -> int:
-        """SIGTERM the process group; returns the server's exit code (SIGKILL after the timeout)."""
+        """SIGTERM the process group; returns the server's exit code (SIGKILL after the timeout).
+
+        A server whose main process has exited may leave its scheduler behind in the group: that
+        group is killed too."""
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
@@ -158,6 +208,11 @@ class CpuServer:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        else:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self._log.close()
         return self.proc.returncode
 
