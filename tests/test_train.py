@@ -4,6 +4,7 @@ export -> load -> identical outputs, exact resume, and prompts disjoint from the
 import ast
 import datetime
 import functools
+import gzip
 import json
 import math
 import os
@@ -1993,6 +1994,11 @@ def test_acceptance_curve_chains_warm_started_runs(tmp_path):
     hours = curve.chain_runs([(first, []), (second, [str(tau)])], "cpu-hours")
     assert [offset for offset, _, _ in hours] == [0, 1.0]
     assert hours[1][2] == pytest.approx([1.01, 1.6])
+    # A gzip-compressed log (the drafter folder keeps earlier runs' logs so) reads the same, threads too.
+    compressed = second + ".gz"
+    with open(second, "rb") as plain, gzip.open(compressed, "wb") as packed:
+        packed.write(plain.read())
+    assert curve.chain_runs([(first, []), (compressed, [str(tau)])], "cpu-hours") == hours
     out = tmp_path / "curve.png"
     assert curve.main(["--run", first, "--run", second, str(tau), "--out", str(out)]) == 0
     assert out.read_bytes()[:4] == b"\x89PNG"

@@ -5,6 +5,7 @@
     # a warm-started run (train --init-drafter) continues the curve of the run it started from:
     python -m sglang_dflash.train.curve --run RUN1/train_log.jsonl RUN1/tau-*.json \\
         --run RUN2/train_log.jsonl RUN2/tau-*.json --out tau-curve.png
+    # a log may be gzip-compressed (RUN/train_log.jsonl.gz): read as it is
 
 The curve is the held-out teacher-forced estimate ``1 + heldout_accept`` logged during training
 (self-distilled held-out sequences, every block position, fixed anchors); measured tau files
@@ -18,15 +19,18 @@ what a drafter's tau cost to train, across sessions.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 from collections.abc import Sequence
 
 
 def read_log(path: str) -> list[dict]:
-    """Rows of ``train_log.jsonl``; a resumed run may repeat steps, the last row per step wins."""
+    """Rows of ``train_log.jsonl`` (or of ``train_log.jsonl.gz``, as the drafter folder keeps earlier
+    runs' logs); a resumed run may repeat steps, the last row per step wins."""
     rows: dict[int, dict] = {}
-    with open(path, encoding="utf-8") as f:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
         for line in f:
             if line.strip():
                 row = json.loads(line)
