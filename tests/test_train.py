@@ -545,6 +545,7 @@ CODE_SOURCES = (
     "point-functions",
     "card-functions",
     "chess-functions",
+    "note-functions",
 )
 
 
@@ -1423,6 +1424,45 @@ def test_chess_functions_are_every_combination_with_right_examples_and_disjoint_
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("chess-functions", prompts)
 
 
+def test_note_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import note_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(note_function_prompts, 7 * (4 * 9 + 4 * 4))
+    names = ["C", "C#", "D", "D#", "E", "F", "F#", "G", "G#", "A", "A#", "B"]
+
+    # A note read here independently of the source's code: its MIDI number, 'C4' 60 and 'A4' 69.
+    def midi(note: str) -> int:
+        return 12 * (int(note[-1]) + 1) + names.index(note[:-1])
+
+    seen_sharp = seen_natural = False
+    for (notes,), result in _doctest_examples(prompts, "sum_octaves_sharp"):
+        assert 3 <= len(notes) <= 5 and len(set(notes)) == len(notes)
+        assert all(re.fullmatch(r"[A-G]#?[2-6]", note) and note[:-1] in names for note in notes)
+        seen_sharp |= any("#" in note for note in notes)
+        seen_natural |= any("#" not in note for note in notes)
+        assert result == sum(int(n[-1]) for n in notes if "#" in n)
+    for (notes,), result in _doctest_examples(prompts, "list_midi_numbers_natural"):
+        assert result == [midi(n) for n in notes if "#" not in n]
+    for (notes,), result in _doctest_examples(prompts, "list_steps_from_middle_c_notes"):
+        assert result == [midi(n) - 60 for n in notes]
+    for (notes,), result in _doctest_examples(prompts, "sum_semitones_above_middle_c"):
+        assert result == sum(names.index(n[:-1]) for n in notes if midi(n) > 60)
+    for (notes,), result in _doctest_examples(prompts, "list_semitone_up_notes"):
+        assert result == [names[(midi(n) + 1) % 12] + str((midi(n) + 1) // 12 - 1) for n in notes]
+    for (notes,), result in _doctest_examples(prompts, "list_octave_up_middle_octave"):
+        assert result == [n[:-1] + "5" for n in notes if n[-1] == "4"]
+    for (notes,), result in _doctest_examples(prompts, "joined_names_c_major_chord"):
+        assert result == ",".join(n[:-1] for n in notes if n[:-1] in ("C", "E", "G"))
+    for (notes,), result in _doctest_examples(prompts, "list_lower_low"):
+        assert result == [n.lower() for n in notes if int(n[-1]) <= 3]
+    assert seen_sharp and seen_natural
+    sentence = "Return a list of the distances of the notes of octave 4"
+    header = "def list_steps_from_middle_c_middle_octave(notes: List"
+    assert sentence in next(p for p in prompts if header in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("note-functions", prompts)
+
+
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import threshold_function_prompts
 
@@ -1721,6 +1761,8 @@ TEMPLATE_STORY_SOURCES = [
     ("kitchen-problems", "_KITCHEN_STORY_TEMPLATES", "kitchen_problems", 997),
     # four of the 1000 drawn stories repeat another
     ("garden-problems", "_GARDEN_STORY_TEMPLATES", "garden_problems", 996),
+    # one of the 1000 drawn stories repeats another
+    ("craft-problems", "_CRAFT_STORY_TEMPLATES", "craft_problems", 999),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

@@ -363,6 +363,16 @@ And a thirty-ninth:
   across the middle rank or file, upper case) of each kept square and a summary
   (``sum_ranks_dark(squares)``), every combination once (364 tasks).
 
+And a fortieth:
+
+- ``note-functions``: the same shape over musical notes (``notes: List[str]``, a name from 'C' to 'B'
+  with sharps written '#' and an octave digit, like ``"F#3"``): a filter (sharp, natural, octave 4,
+  above middle C, octave 3 or lower, the notes of a C major chord, all), a change that makes a number
+  (the octave, the semitone within the octave, the MIDI number, the distance from middle C in
+  semitones) or a text (the name without its octave, the note an octave or a semitone higher, lower
+  case) of each kept note and a summary (``sum_octaves_sharp(notes)``), every combination once (364
+  tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -420,6 +430,13 @@ And a twentieth:
   rows, seeds in packets and how many sprout, watering cans, hoses and rain barrels, bags of soil,
   compost and mulch, fences and edging, harvests weighed, shared and sold at a market stall, plants
   in pots and trays, lawns mowed and hedges trimmed for pay, plants growing, a community garden.
+
+And a twenty-first:
+
+- ``craft-problems``: GSM8K-shaped stories from 40 further templates of crafts: knitting and crochet
+  by rows, squares and balls of yarn, beads and bracelets, candles and soap, quilts and sewing by the
+  meter, painting walls and canvases, woodwork cut from planks, pottery and its kiln, cards,
+  scrapbooks and paper chains, a craft fair's sales, a class's supplies.
 
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
@@ -2900,6 +2917,85 @@ def chess_function_prompts(seed: int = 0) -> list[str]:
     return _number_and_item_prompts(random.Random(seed + 271), *parts, "squares", "List[str]", _squares, iter)
 
 
+# HumanEval-shaped tasks over musical notes (``note-functions``: ``notes`` is a list of texts, a note
+# name 'C' to 'B', sharps written '#', followed by an octave digit, like "F#3"); a filter over the
+# notes, a change that makes a number (the octave, the semitone within the octave, the MIDI number,
+# the distance from middle C) or a text (the name alone, the note an octave or a semitone higher,
+# lower case) of each kept note and a summary, composed as the list tasks are.
+_NOTE_NAMES = ("C", "C#", "D", "D#", "E", "F", "F#", "G", "G#", "A", "A#", "B")
+
+
+def _note_octave(note: str) -> int:
+    """The octave: the note's last digit."""
+    return int(note[-1])
+
+
+def _note_semitone(note: str) -> int:
+    """The semitone within the octave: 'C' 0, 'C#' 1, ... 'B' 11."""
+    return _NOTE_NAMES.index(note[:-1])
+
+
+def _midi_number(note: str) -> int:
+    """12 times the octave plus 1, plus the semitone: 'C4' (middle C) 60, 'A4' 69."""
+    return 12 * (_note_octave(note) + 1) + _note_semitone(note)
+
+
+def _note_of_midi(number: int) -> str:
+    """The note whose MIDI number is ``number`` (sharps for the black keys)."""
+    return f"{_NOTE_NAMES[number % 12]}{number // 12 - 1}"
+
+
+# fmt: off
+_NOTE_FILTERS = (  # (name part, noun phrase, keep(note))
+    ("sharp", "the sharp notes (a name with '#', like 'F#3')", lambda n: "#" in n),
+    ("natural", "the natural notes (a name without '#', like 'E4')", lambda n: "#" not in n),
+    ("middle_octave", "the notes of octave 4 (the last digit 4, like 'A4')", lambda n: _note_octave(n) == 4),
+    ("above_middle_c", "the notes above middle C 'C4' (a MIDI number over 60)",
+     lambda n: _midi_number(n) > 60),
+    ("low", "the notes of octave 3 or lower", lambda n: _note_octave(n) <= 3),
+    ("c_major_chord", "the notes of a C major chord (a name of 'C', 'E' or 'G', in any octave)",
+     lambda n: n[:-1] in ("C", "E", "G")),
+    ("notes", "all the notes", lambda n: True),
+)
+_NOTE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, note -> number)
+    ("octaves", "the octaves of {} (each note's last digit)", _note_octave),
+    ("semitones", "the semitones of {} within their octave ('C' 0, 'C#' 1, 'D' 2, ... 'B' 11)",
+     _note_semitone),
+    ("midi_numbers", "the MIDI numbers of {} (12 times the octave plus 1, plus the semitone from 'C' 0 to "
+     "'B' 11: 'C4' 60, 'A4' 69)", _midi_number),
+    ("steps_from_middle_c", "the distances of {} from middle C 'C4' in semitones (negative below it, "
+     "'A4' 9, 'B3' -1)", lambda n: _midi_number(n) - 60),
+)
+_NOTE_CHANGES = (  # (name part, phrase around the filtered noun phrase, note -> text)
+    ("names", "the names of {} without their octave ('F#3' becomes 'F#')", lambda n: n[:-1]),
+    ("octave_up", "{} one octave higher ('C4' becomes 'C5')", lambda n: f"{n[:-1]}{_note_octave(n) + 1}"),
+    ("semitone_up", "{} one semitone higher ('E4' becomes 'F4', 'F4' 'F#4', 'B3' 'C4')",
+     lambda n: _note_of_midi(_midi_number(n) + 1)),
+    ("lower", "{} in lower case ('F#3' becomes 'f#3')", str.lower),
+)
+# fmt: on
+
+
+def _notes(rng: random.Random) -> tuple[list[str]]:
+    """3-5 distinct notes: the whole argument tuple of the note tasks' examples."""
+    return (_distinct_draws(rng, rng.randint(3, 5), _note),)
+
+
+def _note(rng: random.Random) -> str:
+    """One note from octave 2 to 6, octave 4 and the names 'C', 'E' and 'G' drawn more often."""
+    name = rng.choice((rng.choice(_NOTE_NAMES), rng.choice(_NOTE_NAMES), rng.choice(("C", "E", "G"))))
+    octave = rng.choice((rng.randint(2, 6), rng.randint(3, 5), 4))
+    return f"{name}{octave}"
+
+
+def note_function_prompts(seed: int = 0) -> list[str]:
+    """Every note filter x change x summary task over ``notes: List[str]``, with 2-3 examples each:
+    the number changes with the number summaries, the text changes with the word summaries (joined
+    by commas)."""
+    parts = (_NOTE_FILTERS, _NOTE_NUMBER_CHANGES, _NOTE_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _number_and_item_prompts(random.Random(seed + 283), *parts, "notes", "List[str]", _notes, iter)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -5214,6 +5310,103 @@ def garden_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_GARDEN_STORY_TEMPLATES, count, seed + 277)
 
 
+# GSM8K-shaped stories of crafts (``craft-problems``): knitting and crochet by rows, squares and balls
+# of yarn, beads and bracelets, candles and soap, quilts and sewing by the meter, painting walls and
+# canvases, woodwork cut from planks, pottery and its kiln, cards, scrapbooks and paper chains, a
+# craft fair's sales and a class's supplies; every slot is filled by :func:`_story_values`.
+# fmt: off
+_CRAFT_STORY_TEMPLATES = (
+    "{a} is knitting a scarf. Each row takes {y} minutes, and the scarf needs {x}0 rows. How many "
+    "hours does {a} spend knitting the scarf?",
+    "One ball of yarn makes {z} hats. {a} wants to knit {slices} hats for a charity sale, and a ball "
+    "of yarn costs ${p}. How much does the yarn cost if {a} buys whole balls?",
+    "{a} makes bracelets with {x} beads each. Beads come in bags of {y}00. How many bracelets can {a} "
+    "make from {z} bags, and how many beads are left over?",
+    "{a} made {x}0 candles for the craft fair and sold all but {y} of them at ${p} each. How much "
+    "money did {a} take at the fair?",
+    "A quilt is made of squares in {w} rows of {h}. {a} has sewn {z} rows so far. How many more "
+    "squares must {a} sew to finish the quilt?",
+    "{a} is painting a fence of {x} boards. One can of paint covers {y} boards. How many cans does {a} "
+    "need, and what do they cost at ${p} a can?",
+    "{a} cuts a plank {x}0 centimeters long into pieces {y} centimeters long. How many whole pieces "
+    "does {a} get, and how many centimeters are left over?",
+    "In a pottery class each of the {x} students makes {w} bowls, and {pct}% of the bowls crack in "
+    "the kiln. About how many bowls come out whole?",
+    "Each greeting card {a} makes uses {q} sheets of colored paper. Paper comes in packs of {slices} "
+    "sheets. How many packs does {a} need to make {x} cards?",
+    "{a} pours {x}00 grams of melted soap into molds that hold {y}0 grams each. How many whole bars of "
+    "soap does {a} get?",
+    "{a} earns ${p} for each mug {a} paints and ${q} more for each plate. This month {a} painted {w} "
+    "mugs and {h} plates. How much did {a} earn?",
+    "A skirt pattern needs {z} meters of fabric and a dress pattern {q} meters more. Fabric costs ${p} "
+    "a meter. How much does the fabric for {w} skirts and one dress cost?",
+    "{a} folds {x} paper cranes a day for {t} days, and {b} folds {y} more a day for the same days. "
+    "How many cranes do they fold together?",
+    "A craft store sells glue sticks in packs of {slices} for ${p}. A class of {x} children needs {z} "
+    "glue sticks each. How much do the glue sticks cost in whole packs?",
+    "Each birdhouse {a} builds takes {w} boards and {y}0 nails. How many boards and how many nails "
+    "does {a} need for {z} birdhouses?",
+    "{a}'s quilt is {w} squares wide and {h} squares long, and each square is {y}0 centimeters on a "
+    "side. How many meters of binding go around its edge?",
+    "A candle {x}0 centimeters tall burns down {z} centimeters an hour. {a} lights it at 6:00 pm. At "
+    "what time is it {y} centimeters tall?",
+    "{a} throws a clay pot on the wheel in {m} minutes and glazes it in {z} more minutes. How many "
+    "hours does {a} spend on {w} pots?",
+    "{a} sells knitted hats for ${x} each, and the yarn for each hat costs ${q}. How much profit does "
+    "{a} make on {w} hats?",
+    "A roll of ribbon is {t} meters long. {a} cuts {w} pieces of {z}0 centimeters for gift bows. How "
+    "many meters of ribbon are left on the roll?",
+    "{a} is painting a wall {w} meters wide and {z} meters high. One liter of paint covers {y} square "
+    "meters, and the wall gets two coats. How many liters of paint does {a} need?",
+    "{a} needs {x}0 tiles for a mosaic table top. Tiles come in boxes of {slices}, and {a} already has "
+    "{y} tiles. How many boxes does {a} buy?",
+    "{a} and {b} are making a paper chain for a party. {a} makes {x} links and {b} makes {y} more than "
+    "{a}. Each link adds {z} centimeters. How long is the chain in meters?",
+    "A knitting group of {w} people each knit {z} squares a week for a blanket of {x}0 squares. How "
+    "many weeks does the blanket take, counting a part week as one?",
+    "{a} buys {h} skeins of embroidery thread at ${q} each and a hoop for ${p}, and pays with a $100 "
+    "note. How much change does {a} get?",
+    "{a} rolls {x}0 clay beads, paints {pct}% of them blue and half of the rest red. How many beads "
+    "are neither blue nor red?",
+    "A woodworker sells cutting boards for ${p}0 each. The wood for one board costs ${y} and the oil "
+    "${q}. How much profit does the woodworker make on {w} boards?",
+    "{a} weaves {y} rows of a rug an hour and weaves {z} hours a day. The rug needs {x}0 rows. How "
+    "many days does the rug take?",
+    "A box of crayons holds {slices} crayons. An art class of {x} children shares {w} boxes equally. "
+    "How many crayons does each child get, and how many are left over?",
+    "{a} sews {z} buttons on each shirt. Buttons come on cards of {slices}. How many cards of buttons "
+    "does {a} need for {x} shirts?",
+    "{a} wants to make {x}0 friendship bracelets for summer camp. On Monday {a} makes {y}, on Tuesday "
+    "twice as many and on Wednesday {z} more than on Tuesday. How many bracelets are still to make?",
+    "Each felt puppet needs {z} sheets of felt. {a} has {x} sheets. How many puppets can {a} make, "
+    "and how many sheets are left?",
+    "{a} is framing {w} paintings, each {x} centimeters wide and {y}0 centimeters tall. How many "
+    "meters of frame molding does {a} need for all of them?",
+    "A candle-making class costs ${x} a person plus ${q} for every extra candle. {a} goes with {z} "
+    "friends, and each of them makes {w} extra candles. What is the total bill?",
+    "{a} crochets a blanket of {x} squares, and each square takes {m} minutes. If {a} crochets {h} "
+    "hours a week, how many weeks does the blanket take?",
+    "{a} bought {used} balls of wool at ${p} each and used {y} of them for a sweater. How much did the "
+    "unused wool cost?",
+    "The art club sells painted rocks: small ones for ${q} and large ones for ${p} more. It sold {x} "
+    "small rocks and {w} large ones. How much money did the club raise?",
+    "{a} glues {slices} photos on each page of a scrapbook with {x} pages, and {z} pages are full. "
+    "How many more photos does {a} need to fill the book?",
+    "{a} makes {slices} tassels for each of {w} cushions, and each tassel takes {z} meters of yarn. A "
+    "ball holds {x}0 meters. How many balls does {a} use, counting a part-used ball as one?",
+    "{a} starts painting at 1:00 pm and paints a small canvas in {m} minutes, with a {z}-minute break "
+    "after each canvas but the last. At what time does {a} finish {w} canvases?",
+)
+# fmt: on
+
+
+def craft_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of crafts (knitting and crochet, beads, candles and soap, quilts and
+    sewing, painting, woodwork, pottery, cards and scrapbooks, a craft fair's sales, a class's
+    supplies), from ``_CRAFT_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_CRAFT_STORY_TEMPLATES, count, seed + 289)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -5280,6 +5473,8 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "kitchen-problems": lambda seed: kitchen_problems(1000, seed),
     "chess-functions": chess_function_prompts,
     "garden-problems": lambda seed: garden_problems(1000, seed),
+    "note-functions": note_function_prompts,
+    "craft-problems": lambda seed: craft_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
