@@ -1162,6 +1162,19 @@ def _distinct_draws(rng: random.Random, count: int, draw: Callable[[random.Rando
     return values
 
 
+def _distinct_item_prompts(
+    seed: int, parts: tuple, argument: str, argument_type: str, draw_item: Callable[[random.Random], _Drawn]
+) -> list[str]:
+    """:func:`_number_and_item_prompts` from ``random.Random(seed)`` with ``parts`` (filters, number
+    changes, item changes, item summaries) over ``argument``, a list of items: 3-5 distinct
+    ``draw_item`` draws in every example (the point, card, chess and note tasks)."""
+
+    def arguments(rng: random.Random) -> tuple[list[_Drawn]]:
+        return (_distinct_draws(rng, rng.randint(3, 5), draw_item),)
+
+    return _number_and_item_prompts(random.Random(seed), *parts, argument, argument_type, arguments, iter)
+
+
 def _number_list(rng: random.Random) -> list[int]:
     """4-7 distinct numbers from -20 to 39: the list argument of the number tasks' examples."""
     return rng.sample(range(-20, 40), rng.randint(4, 7))
@@ -2743,11 +2756,6 @@ _POINT_CHANGES = (  # (name part, phrase around the filtered noun phrase, point 
 # fmt: on
 
 
-def _points(rng: random.Random) -> tuple[list[tuple[int, int]]]:
-    """3-5 distinct points: the whole argument tuple of the point tasks' examples."""
-    return (_distinct_draws(rng, rng.randint(3, 5), _point),)
-
-
 def _point(rng: random.Random) -> tuple[int, int]:
     """One point with coordinates from -6 to 6, on an axis or a diagonal about a third of the time."""
     x = rng.choice((0, rng.randint(-6, 6), rng.randint(-6, 6), rng.randint(-6, 6)))
@@ -2760,9 +2768,7 @@ def point_function_prompts(seed: int = 0) -> list[str]:
     examples each: the number changes with the number summaries, the text changes with the word
     summaries (joined by commas)."""
     parts = (_POINT_FILTERS, _POINT_NUMBER_CHANGES, _POINT_CHANGES, _COMMA_WORD_SUMMARIES)
-    return _number_and_item_prompts(
-        random.Random(seed + 251), *parts, "points", "List[Tuple[int, int]]", _points, iter
-    )
+    return _distinct_item_prompts(seed + 251, parts, "points", "List[Tuple[int, int]]", _point)
 
 
 # HumanEval-shaped tasks over playing cards (``card-functions``: ``cards`` is a list of texts, a rank
@@ -2821,11 +2827,6 @@ _CARD_CHANGES = (  # (name part, phrase around the filtered noun phrase, card ->
 # fmt: on
 
 
-def _cards(rng: random.Random) -> tuple[list[str]]:
-    """3-5 distinct cards: the whole argument tuple of the card tasks' examples."""
-    return (_distinct_draws(rng, rng.randint(3, 5), _card),)
-
-
 def _card(rng: random.Random) -> str:
     """One card, a face card about a third of the time."""
     rank = rng.choice((rng.choice(_CARD_RANKS), rng.choice(_CARD_RANKS), rng.choice(("J", "Q", "K"))))
@@ -2837,7 +2838,7 @@ def card_function_prompts(seed: int = 0) -> list[str]:
     the number changes with the number summaries, the text changes with the word summaries (joined
     by commas)."""
     parts = (_CARD_FILTERS, _CARD_NUMBER_CHANGES, _CARD_CHANGES, _COMMA_WORD_SUMMARIES)
-    return _number_and_item_prompts(random.Random(seed + 263), *parts, "cards", "List[str]", _cards, iter)
+    return _distinct_item_prompts(seed + 263, parts, "cards", "List[str]", _card)
 
 
 # HumanEval-shaped tasks over squares of a chess board (``chess-functions``: ``squares`` is a list of
@@ -2895,11 +2896,6 @@ _CHESS_CHANGES = (  # (name part, phrase around the filtered noun phrase, square
 # fmt: on
 
 
-def _squares(rng: random.Random) -> tuple[list[str]]:
-    """3-5 distinct squares: the whole argument tuple of the chess tasks' examples."""
-    return (_distinct_draws(rng, rng.randint(3, 5), _square),)
-
-
 def _square(rng: random.Random) -> str:
     """One square: a centre one about a seventh of the time, one on the board's edge about three times
     in five (each coordinate drawn from a uniform pick, an edge pick or a centre pick)."""
@@ -2914,7 +2910,7 @@ def chess_function_prompts(seed: int = 0) -> list[str]:
     the number changes with the number summaries, the text changes with the word summaries (joined
     by commas)."""
     parts = (_CHESS_FILTERS, _CHESS_NUMBER_CHANGES, _CHESS_CHANGES, _COMMA_WORD_SUMMARIES)
-    return _number_and_item_prompts(random.Random(seed + 271), *parts, "squares", "List[str]", _squares, iter)
+    return _distinct_item_prompts(seed + 271, parts, "squares", "List[str]", _square)
 
 
 # HumanEval-shaped tasks over musical notes (``note-functions``: ``notes`` is a list of texts, a note
@@ -2976,11 +2972,6 @@ _NOTE_CHANGES = (  # (name part, phrase around the filtered noun phrase, note ->
 # fmt: on
 
 
-def _notes(rng: random.Random) -> tuple[list[str]]:
-    """3-5 distinct notes: the whole argument tuple of the note tasks' examples."""
-    return (_distinct_draws(rng, rng.randint(3, 5), _note),)
-
-
 def _note(rng: random.Random) -> str:
     """One note from octave 2 to 6, octave 4 and the names 'C', 'E' and 'G' drawn more often."""
     name = rng.choice((rng.choice(_NOTE_NAMES), rng.choice(_NOTE_NAMES), rng.choice(("C", "E", "G"))))
@@ -2993,7 +2984,7 @@ def note_function_prompts(seed: int = 0) -> list[str]:
     the number changes with the number summaries, the text changes with the word summaries (joined
     by commas)."""
     parts = (_NOTE_FILTERS, _NOTE_NUMBER_CHANGES, _NOTE_CHANGES, _COMMA_WORD_SUMMARIES)
-    return _number_and_item_prompts(random.Random(seed + 283), *parts, "notes", "List[str]", _notes, iter)
+    return _distinct_item_prompts(seed + 283, parts, "notes", "List[str]", _note)
 
 
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
