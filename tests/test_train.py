@@ -1761,8 +1761,8 @@ TEMPLATE_STORY_SOURCES = [
     ("kitchen-problems", "_KITCHEN_STORY_TEMPLATES", "kitchen_problems", 997),
     # four of the 1000 drawn stories repeat another
     ("garden-problems", "_GARDEN_STORY_TEMPLATES", "garden_problems", 996),
-    # one of the 1000 drawn stories repeats another
-    ("craft-problems", "_CRAFT_STORY_TEMPLATES", "craft_problems", 999),
+    # two of the 1000 drawn stories repeat another
+    ("craft-problems", "_CRAFT_STORY_TEMPLATES", "craft_problems", 998),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

@@ -5315,7 +5315,7 @@ _CRAFT_STORY_TEMPLATES = (
     "make from {z} bags, and how many beads are left over?",
     "{a} made {x}0 candles for the craft fair and sold all but {y} of them at ${p} each. How much "
     "money did {a} take at the fair?",
-    "A quilt is made of squares in {w} rows of {h}. {a} has sewn {z} rows so far. How many more "
+    "A quilt is made of squares in {t} rows of {h}. {a} has sewn {z} rows so far. How many more "
     "squares must {a} sew to finish the quilt?",
     "{a} is painting a fence of {x} boards. One can of paint covers {y} boards. How many cans does {a} "
     "need, and what do they cost at ${p} a can?",
