@@ -546,6 +546,7 @@ CODE_SOURCES = (
     "card-functions",
     "chess-functions",
     "note-functions",
+    "size-functions",
 )
 
 
@@ -1463,6 +1464,46 @@ def test_note_functions_are_every_combination_with_right_examples_and_disjoint_f
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("note-functions", prompts)
 
 
+def test_size_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import size_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(size_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    units_seen = set()
+
+    # A size read here independently of the source's code: its number, unit and bytes (1 KB 1024 B).
+    def parse(size: str) -> tuple[int, str, int]:
+        number, unit = re.fullmatch(r"([1-9][0-9]*)(B|KB|MB|GB)", size).groups()
+        units_seen.add(unit)
+        return int(number), unit, int(number) * {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30}[unit]
+
+    for (sizes,), result in _doctest_examples(prompts, "sum_numbers_kb"):
+        assert 3 <= len(sizes) <= 5 and len(set(sizes)) == len(sizes)
+        assert all(1 <= parse(size)[0] <= 999 for size in sizes)
+        assert result == sum(parse(s)[0] for s in sizes if s.endswith("KB"))
+    for (sizes,), result in _doctest_examples(prompts, "list_kilobytes_over_100_mb"):
+        assert result == [parse(s)[2] // 1024 for s in sizes if parse(s)[2] > 100 * 2**20]
+    for (sizes,), result in _doctest_examples(prompts, "list_megabytes_sizes"):
+        assert result == [parse(s)[2] // 2**20 for s in sizes]
+    for (sizes,), result in _doctest_examples(prompts, "sum_unit_powers_under_100_kb"):
+        powers = ["B", "KB", "MB", "GB"]
+        assert result == sum(powers.index(parse(s)[1]) for s in sizes if parse(s)[2] < 100 * 1024)
+    for (sizes,), result in _doctest_examples(prompts, "list_doubled_round"):
+        assert result == [f"{2 * parse(s)[0]}{parse(s)[1]}" for s in sizes if parse(s)[0] % 100 == 0]
+    for (sizes,), result in _doctest_examples(prompts, "joined_spaced_even"):
+        assert result == ",".join(f"{parse(s)[0]} {parse(s)[1]}" for s in sizes if parse(s)[0] % 2 == 0)
+    for (sizes,), result in _doctest_examples(prompts, "list_units_mb"):
+        assert result == [parse(s)[1] for s in sizes if s.endswith("MB")]
+    for (sizes,), result in _doctest_examples(prompts, "list_lower_sizes"):
+        assert result == [s.lower() for s in sizes]
+    assert units_seen == {"B", "KB", "MB", "GB"}
+    sentence = "Return a list of the sizes over 100 MB (1 KB is 1024 bytes, 1 MB 1024 KB, 1 GB 1024 MB) in"
+    header = "def list_kilobytes_over_100_mb(sizes: List"
+    assert sentence in next(p for p in prompts if header in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("size-functions", prompts)
+
+
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import threshold_function_prompts
 
@@ -1763,6 +1804,8 @@ TEMPLATE_STORY_SOURCES = [
     ("garden-problems", "_GARDEN_STORY_TEMPLATES", "garden_problems", 996),
     # two of the 1000 drawn stories repeat another
     ("craft-problems", "_CRAFT_STORY_TEMPLATES", "craft_problems", 998),
+    # four of the 1000 drawn stories repeat another
+    ("party-problems", "_PARTY_STORY_TEMPLATES", "party_problems", 996),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

@@ -373,6 +373,15 @@ And a fortieth:
   case) of each kept note and a summary (``sum_octaves_sharp(notes)``), every combination once (364
   tasks).
 
+And a forty-first:
+
+- ``size-functions``: the same shape over file sizes (``sizes: List[str]``, a whole number from 1 to
+  999 and a unit 'B', 'KB', 'MB' or 'GB', like ``"640KB"``, 1 KB being 1024 bytes): a filter (in
+  kilobytes, in megabytes, over 100 MB, under 100 KB, a round number, an even number, all), a change
+  that makes a number (the number alone, the unit's power of 1024, the size in whole kilobytes or
+  megabytes) or a text (the unit alone, the size doubled, a space before the unit, lower case) of each
+  kept size and a summary (``sum_numbers_kb(sizes)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -437,6 +446,13 @@ And a twenty-first:
   by rows, squares and balls of yarn, beads and bracelets, candles and soap, quilts and sewing by the
   meter, painting walls and canvases, woodwork cut from planks, pottery and its kiln, cards,
   scrapbooks and paper chains, a craft fair's sales, a class's supplies.
+
+And a twenty-second:
+
+- ``party-problems``: GSM8K-shaped stories from 40 further templates of parties: balloons,
+  invitations and guests, cakes, pizzas and cupcakes shared out, goody bags, halls, tables and chairs
+  rented, entertainers paid by the hour, games and teams, drinks by the bottle and the pitcher,
+  decorations, a school dance's tickets.
 
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
@@ -2987,6 +3003,76 @@ def note_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 283, parts, "notes", "List[str]", _note)
 
 
+# HumanEval-shaped tasks over file sizes (``size-functions``: ``sizes`` is a list of texts, a whole
+# number and a unit 'B', 'KB', 'MB' or 'GB' with no space, like "640KB", 1 KB being 1024 bytes); a
+# filter over the sizes, a change that makes a number (the number alone, the unit's power of 1024, the
+# size in whole kilobytes or megabytes) or a text (the unit alone, the size doubled, a space before
+# the unit, lower case) of each kept size and a summary, composed as the list tasks are.
+_SIZE_UNITS = ("B", "KB", "MB", "GB")
+
+
+def _size_number(size: str) -> int:
+    """The number before the unit: '640KB' 640."""
+    return int(size.rstrip("BKMG"))
+
+
+def _size_unit(size: str) -> str:
+    """The unit after the number: '640KB' 'KB'."""
+    return size[len(str(_size_number(size))) :]
+
+
+def _size_bytes(size: str) -> int:
+    """The size in bytes, 1024 to a unit: '2KB' 2048."""
+    return _size_number(size) * 1024 ** _SIZE_UNITS.index(_size_unit(size))
+
+
+# fmt: off
+_SIZE_FILTERS = (  # (name part, noun phrase, keep(size))
+    ("kb", "the sizes in kilobytes (a unit of 'KB', like '640KB')", lambda s: _size_unit(s) == "KB"),
+    ("mb", "the sizes in megabytes (a unit of 'MB', like '12MB')", lambda s: _size_unit(s) == "MB"),
+    ("over_100_mb", "the sizes over 100 MB (1 KB is 1024 bytes, 1 MB 1024 KB, 1 GB 1024 MB)",
+     lambda s: _size_bytes(s) > 100 * 1024**2),
+    ("under_100_kb", "the sizes under 100 KB (1 KB is 1024 bytes)", lambda s: _size_bytes(s) < 100 * 1024),
+    ("round", "the sizes whose number is a multiple of 100 (like '200MB')",
+     lambda s: _size_number(s) % 100 == 0),
+    ("even", "the sizes whose number is even (like '64GB')", lambda s: _size_number(s) % 2 == 0),
+    ("sizes", "all the sizes", lambda s: True),
+)
+_SIZE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, size -> number)
+    ("numbers", "the numbers (each size without its unit: '640KB' 640) of {}", _size_number),
+    ("unit_powers", "the unit powers of {} (the power of 1024 its unit is: 'B' 0, 'KB' 1, 'MB' 2, 'GB' 3)",
+     lambda s: _SIZE_UNITS.index(_size_unit(s))),
+    ("kilobytes", "{} in whole kilobytes (1 KB is 1024 bytes, 1 MB 1024 KB, 1 GB 1024 MB; rounded down, "
+     "'512B' 0, '3MB' 3072)", lambda s: _size_bytes(s) // 1024),
+    ("megabytes", "{} in whole megabytes (1 MB is 1024 KB, 1 GB 1024 MB; rounded down, '640KB' 0, '2GB' "
+     "2048)", lambda s: _size_bytes(s) // 1024**2),
+)
+_SIZE_CHANGES = (  # (name part, phrase around the filtered noun phrase, size -> text)
+    ("units", "the units of {} ('640KB' becomes 'KB')", _size_unit),
+    ("doubled", "{} doubled in the same unit ('640KB' becomes '1280KB')",
+     lambda s: f"{2 * _size_number(s)}{_size_unit(s)}"),
+    ("spaced", "{} with a space before the unit ('640KB' becomes '640 KB')",
+     lambda s: f"{_size_number(s)} {_size_unit(s)}"),
+    ("lower", "{} in lower case ('640KB' becomes '640kb')", str.lower),
+)
+# fmt: on
+
+
+def _size(rng: random.Random) -> str:
+    """One size: a number from 1 to 999 (round numbers and powers of two drawn more often) and a unit."""
+    drawn = (rng.randint(1, 999), rng.choice((100, 200, 250, 300, 500, 800)), 2 ** rng.randint(1, 9))
+    number = rng.choice(drawn)
+    return f"{number}{rng.choice(_SIZE_UNITS)}"
+
+
+def size_function_prompts(seed: int = 0) -> list[str]:
+    """Every size filter x change x summary task over ``sizes: List[str]``, with 2-3 examples each:
+    the number changes with the number summaries, the text changes with the word summaries (joined
+    by commas)."""
+    parts = (_SIZE_FILTERS, _SIZE_NUMBER_CHANGES, _SIZE_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 293, parts, "sizes", "List[str]", _size)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -5398,6 +5484,102 @@ def craft_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_CRAFT_STORY_TEMPLATES, count, seed + 289)
 
 
+# GSM8K-shaped stories of parties (``party-problems``): balloons, invitations and guests, cakes,
+# pizzas and cupcakes shared out, goody bags and prizes, halls, tables and chairs rented, entertainers
+# paid by the hour, games and teams, drinks by the bottle and the pitcher, decorations, a school
+# dance's tickets; every slot is filled by :func:`_story_values`.
+# fmt: off
+_PARTY_STORY_TEMPLATES = (
+    "{a} is having a birthday party for {x} guests. Each guest gets {z} balloons, and balloons come in "
+    "bags of {slices}. How many bags of balloons does {a} need?",
+    "A pizza is cut into {slices} slices. At {a}'s party {x} children each eat {z} slices. How many "
+    "pizzas must be ordered?",
+    "{a} sends party invitations to {x}0 friends, and {pct}% of them say they will come. How many "
+    "friends are coming to the party?",
+    "Goody bags come in packs of {slices} for ${p}, and {a} puts ${q} of toys in each bag. How much does "
+    "{a} spend on {x} goody bags, buying whole packs of bags?",
+    "The party hall costs ${x}0 for the first {z} hours and ${p} for each hour after that. {a}'s party "
+    "lasts {t} hours. How much does the hall cost?",
+    "{a} blows up {y} balloons a minute and {b} blows up {z} a minute. How many whole minutes do they "
+    "need together to blow up {x}0 balloons?",
+    "A birthday cake serves {slices} people. {a} expects {x} guests and {w} family members. How many "
+    "cakes should {a} order?",
+    "{a} buys {w} packs of party hats with {slices} hats in each pack. At the party {y} hats get torn "
+    "and {z} are lost. How many hats are still good?",
+    "Juice comes in bottles of {z} liters. Each of the {x} guests drinks about {y}00 milliliters. How "
+    "many bottles does {a} need?",
+    "{a} hangs streamers along the {w} walls of a room, each {h} meters long, and streamer rolls are {t} "
+    "meters long. How many whole rolls must {a} buy?",
+    "The party starts at 3:00 pm. The games take {m} minutes, lunch {y}0 minutes and the cake {z}0 "
+    "minutes. At what time does the party end?",
+    "{a} pays a magician ${x}0 and a face painter ${p} an hour for {z} hours. How much do the two "
+    "entertainers cost together?",
+    "{a} and {b} share the cost of a party equally. The food costs ${x}0, the drinks ${y}0 and the cake "
+    "${p}. How much does each of them pay?",
+    "{a} bakes {w} trays of {slices} cupcakes, and each guest gets {z} cupcakes. How many guests can "
+    "come to the party?",
+    "Balloons cost ${q} for a bunch of {z}. How much do {x} bunches cost, and how many balloons is that?",
+    "{a} has $100 for a party. {a} buys {w} bags of chips at ${q} each and a cake for ${x}. How much "
+    "money is left?",
+    "The {x} guests at a wedding sit at tables of {t}. How many tables are needed, and how many seats "
+    "are empty at the last table?",
+    "{a} orders {w} pizzas at ${p} each, pays a ${q} delivery fee and tips {pct}% of the pizzas' price. "
+    "How much does {a} pay in all?",
+    "A pinata holds {x}0 candies. {y} children share them equally. How many candies does each child "
+    "get, and how many are left over?",
+    "{a} makes lemonade for {x} guests. Each guest drinks {z} cups, and one pitcher fills {t} cups. How "
+    "many pitchers does {a} make?",
+    "{a} splits the {x} children at the party into teams of {z}. How many full teams are there, and "
+    "how many children are left over?",
+    "Invitations come in packs of {slices} for ${p}, and each needs a stamp costing ${q}. How much does "
+    "it cost to send {x} invitations?",
+    "{a} rents {w} tables at ${p} each and {x} chairs at ${q} each for a party. How much does the rent "
+    "come to?",
+    "A photographer charges ${x}0 for the first hour and ${p}0 for each hour after that. How much does "
+    "the photographer cost for a {z}-hour party?",
+    "{a}'s party runs from noon to {z}:00 pm. If each game takes {m} minutes, how many games fit in "
+    "the party?",
+    "At {a}'s party each of the {x} guests eats {z} sandwiches, and a loaf of bread makes {y} "
+    "sandwiches. How many loaves does {a} need?",
+    "{a} and {b} decorate for a party. {a} hangs {x} paper lanterns and {b} hangs {y} fewer than twice "
+    "as many as {a}. How many lanterns hang in all?",
+    "The ice cream at {a}'s party comes in tubs of {slices} scoops. {x} children each have {z} scoops. "
+    "How many tubs are opened, and how many scoops are left in the last one?",
+    "{a} spends ${p} on balloons, ${x} on food and {pct}% of the food's cost on decorations. How much "
+    "does the party cost?",
+    "A school dance sold {x}0 tickets at ${p} each. The DJ cost ${q}0 and the snacks ${z}0. How much "
+    "money did the dance raise after its costs?",
+    "For a party {a} fills {w} bowls with {x}0 grapes each. The guests eat all but {y} grapes from each "
+    "bowl. How many grapes are eaten?",
+    "{a} makes {x} party favors an hour and {b} makes {y} an hour. They work together for {z} hours. How "
+    "many favors do they make?",
+    "A caterer charges ${p} a guest plus a ${x}0 service fee. How much does a party of {t}0 guests "
+    "cost?",
+    "{a} bakes {w} batches of {slices} cookies for a party, and {y} cookies break. The rest go in bags "
+    "of {z}. How many bags can {a} fill?",
+    "The party room is {x} meters long and {t} meters wide, and each guest needs {z} square meters. How "
+    "many guests can the room hold?",
+    "{b} turns {x}, and {a} puts one candle on the cake for each year. Candles come in packs of "
+    "{slices}. How many packs does {a} buy, and how many candles are left over?",
+    "The guests arrive in {w} cars with {z} people in each, and {y} more come by bus. Each guest gets "
+    "{h} raffle tickets. How many raffle tickets are handed out?",
+    "A bouncy castle costs ${x}0 a day to rent. {a} and {z} friends split the cost equally. How much "
+    "does each of them pay?",
+    "{a} fills {x} water balloons in {m} minutes. At that rate, about how many can {a} fill in {h} "
+    "hours?",
+    "At the end of the party {pct}% of the {x}0 cupcakes are left, and {a} shares them equally among "
+    "{z} neighbors. How many whole cupcakes does each neighbor get?",
+)
+# fmt: on
+
+
+def party_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of parties (balloons, invitations and guests, cakes, pizzas and cupcakes,
+    goody bags, halls, tables and chairs, entertainers, games and teams, drinks, decorations, a school
+    dance), from ``_PARTY_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_PARTY_STORY_TEMPLATES, count, seed + 307)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -5466,6 +5648,8 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "garden-problems": lambda seed: garden_problems(1000, seed),
     "note-functions": note_function_prompts,
     "craft-problems": lambda seed: craft_problems(1000, seed),
+    "size-functions": size_function_prompts,
+    "party-problems": lambda seed: party_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
