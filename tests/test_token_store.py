@@ -272,6 +272,10 @@ def test_training_on_token_stores_sees_the_rebuilt_feature_stores_batches_and_fe
         out = tmp_path / f"drafter-{name}"
         train(replace(cfg, output=str(out), steps=12, log_every=1, eval_every=4), target=target)
         logs[name] = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    # Scored before the first update (step -1) too: the same weights and held-out features either way.
+    assert logs["tokens"][0]["step"] == logs["stored"][0]["step"] == -1
+    assert logs["tokens"][0]["heldout_loss"] == pytest.approx(logs["stored"][0]["heldout_loss"], rel=1e-3)
+    logs = {name: rows[1:] for name, rows in logs.items()}
     assert [row["loss"] for row in logs["tokens"]] == pytest.approx(
         [row["loss"] for row in logs["stored"]], rel=1e-3
     )

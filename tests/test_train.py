@@ -98,9 +98,14 @@ def trained(tiny_trained):
     return tiny_trained
 
 
+def training_rows(log_path) -> list[dict]:
+    """The rows of a training log that follow optimizer steps (the held-out row of step -1 left out)."""
+    return [row for row in map(json.loads, open(log_path)) if row["step"] >= 0]
+
+
 def test_loss_goes_down_and_artifacts_are_written(trained):
     out, summary = trained
-    log = [json.loads(line) for line in open(out / "train_log.jsonl")]
+    log = training_rows(out / "train_log.jsonl")
     assert log[-1]["loss"] < 0.5 * log[0]["loss"]
     assert summary["final"]["expected_accept"] > 1.0
     assert os.path.exists(out / "model.safetensors") and os.path.exists(out / "train_summary.json")
@@ -213,7 +218,7 @@ def test_warm_start_begins_from_the_earlier_drafter_and_refuses_another_shape(co
     for name, extra in (("fresh", {}), ("warm", {"init_drafter": str(earlier)})):
         out = tmp_path / name
         train(config(path, out, steps=1, lr=1e-9, warmup_steps=1, log_every=1, **extra), target=target)
-        first_loss[name] = json.loads(open(out / "train_log.jsonl").readline())["loss"]
+        first_loss[name] = training_rows(out / "train_log.jsonl")[0]["loss"]
     # The warm run's first step is evaluated with the earlier drafter's weights: its loss, not a fresh one's.
     assert first_loss["warm"] < 0.5 * first_loss["fresh"], first_loss
     assert first_loss["warm"] < 2 * summary["final"]["loss"] + 0.1, (first_loss, summary["final"])
@@ -221,6 +226,29 @@ def test_warm_start_begins_from_the_earlier_drafter_and_refuses_another_shape(co
         train(config(path, tmp_path / "other", block_size=8, init_drafter=str(earlier)), target=target)
     with pytest.raises(ValueError, match="--init-drafter is .*valid config.json"):
         train(config(path, tmp_path / "none", init_drafter=str(tmp_path / "missing")), target=target)
+
+
+def test_a_warm_start_is_scored_on_the_held_out_records_before_its_first_update(corpus, trained, tmp_path):
+    from sglang_dflash.train.trainer import heldout_acceptance
+
+    target, path, _ = corpus
+    earlier, _ = trained
+    cfg = config(path, tmp_path / "warm", steps=2, log_every=1, heldout=8, eval_every=1, warmup_steps=0)
+    cfg = replace(cfg, init_drafter=str(earlier))
+    train(cfg, target=target)
+    rows = [json.loads(line) for line in open(tmp_path / "warm" / "train_log.jsonl")]
+    assert [row["step"] for row in rows] == [-1, 0, 1]
+    assert set(rows[0]) == {"step", "seconds", "heldout_loss", "heldout_accept"}
+    # The row of step -1 is the earlier drafter's own score; the row of step 0 follows a full-rate update.
+    _, heldout = load_training_data(cfg, target)
+    drafter = build_drafter(cfg, target)
+    expected = heldout_acceptance(drafter, target, heldout, cfg, position_weights(cfg.block_size, cfg.gamma))
+    assert rows[0]["heldout_loss"] == pytest.approx(expected["heldout_loss"], abs=1e-5)
+    assert rows[1]["heldout_loss"] != pytest.approx(rows[0]["heldout_loss"], abs=1e-5)
+    # A run without a hold-out logs training rows only.
+    train(config(path, tmp_path / "plain", steps=2, log_every=1), target=target)
+    assert [row["step"] for row in training_rows(tmp_path / "plain" / "train_log.jsonl")] == [0, 1]
+    assert len(open(tmp_path / "plain" / "train_log.jsonl").readlines()) == 2
 
 
 def test_a_grown_warm_start_drafts_what_the_earlier_drafter_did_then_trains_its_new_layer(
@@ -244,7 +272,7 @@ def test_a_grown_warm_start_drafts_what_the_earlier_drafter_did_then_trains_its_
             ),
             target=target,
         )
-        logs[name] = [json.loads(line) for line in open(out / "train_log.jsonl")]
+        logs[name] = training_rows(out / "train_log.jsonl")
     # Step 1 is scored before any update: the new layer adds exactly zero to the residual stream.
     assert logs["grown"][0]["loss"] == pytest.approx(logs["same"][0]["loss"], rel=1e-6), logs
     grown = load_drafter(str(tmp_path / "grown"), target_config=target.config)
@@ -1923,8 +1951,7 @@ def test_training_from_a_feature_store_never_runs_the_target(tmp_path):
         ),
         target=target,
     )
-    with open(out / "train_log.jsonl") as f:
-        log = [json.loads(line) for line in f]
+    log = training_rows(out / "train_log.jsonl")
     assert log[-1]["loss"] < log[0]["loss"] and "heldout_accept" in log[-1]
     assert summary["sequences"] == 20 and load_drafter(
         str(out), target_config=target.config
@@ -2161,5 +2188,5 @@ def test_cpu_bf16_precision_runs_the_steps_in_bf16_keeps_the_heldout_float32_and
     )
     assert seen == {"train": {torch.bfloat16}, "eval": {torch.float32}}, seen
     assert summary["precision"] == "bf16"
-    log = [json.loads(line) for line in open(out / "train_log.jsonl")]
+    log = training_rows(out / "train_log.jsonl")
     assert log[-1]["loss"] < 0.7 * log[0]["loss"], (log[0]["loss"], log[-1]["loss"])

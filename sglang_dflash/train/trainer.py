@@ -29,7 +29,8 @@ CPU-sized training (see ``drafters/smollm2-135m-instruct/recipe-cpu.sh``):
   for gamma 7).
 - ``heldout`` / ``eval_every``: ``heldout`` random records never train; every ``eval_every``
   steps the drafter's teacher-forced acceptance on them (all positions, fixed anchors) is logged
-  as ``heldout_accept`` (mean accepted drafts per block; 1 + it estimates tau on that data).
+  as ``heldout_accept`` (mean accepted drafts per block; 1 + it estimates tau on that data), and
+  once before the first update, as the log's row of step -1 (held-out fields and ``seconds`` only).
 - ``snapshot_every``: the drafter weights at those steps are kept for an acceptance curve.
 """
 
@@ -695,6 +696,14 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
 
     history: list[dict] = []
     stopped_at = None
+    if start_step == 0 and heldout is not None and config.eval_every:
+        # The weights training starts from (a warm start's), scored before any update: the step-0 row
+        # comes after one optimizer step, and a fresh AdamW's first step moves every weight by about
+        # the learning rate, so only this row says what a warm restart costs before it pays.
+        start = heldout_acceptance(drafter, target, heldout, config, weights)
+        start_row = {"step": -1, "seconds": 0.0, **start}
+        with open(log_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(start_row) + "\n")
     bar = tqdm(
         range(start_step, config.steps), initial=start_step, total=config.steps, desc="training", unit="step"
     )
