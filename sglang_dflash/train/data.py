@@ -3018,7 +3018,7 @@ def _size_number(size: str) -> int:
 
 def _size_unit(size: str) -> str:
     """The unit after the number: '640KB' 'KB'."""
-    return size[len(str(_size_number(size))) :]
+    return size.lstrip("0123456789")
 
 
 def _size_bytes(size: str) -> int:
