@@ -46,6 +46,9 @@ CPU_FLAGS = (
     "--disable-cuda-graph",
     "--skip-server-warmup",
 )
+# A test server's KV pool: without a size SGLang fills most of the host's free memory with it (13 GB
+# here), and zeroing that takes a CPU start minutes.
+SMALL_KV_POOL = ("--max-total-tokens", "6144")
 
 
 def cpu_environment() -> dict[str, str]:
