@@ -1,8 +1,8 @@
 """The shipped SmolLM2-135M-Instruct drafter loads against the real target, keeps greedy output exactly
 the target's own, and is accepted clearly more often than a random drafter (tau ~1.0).
 
-The shipped drafter (``drafters/smollm2-135m-instruct/``, the fifty-fifth CPU run since 2026-12-03)
-reaches 2.169 on these chats (the fifty-fourth to fifty-first 2.169; the drafters shipped since the
+The shipped drafter (``drafters/smollm2-135m-instruct/``, the fifty-seventh CPU run since 2026-12-04)
+reaches 2.169 on these chats (the fifty-fifth to fifty-first 2.169; the drafters shipped since the
 twenty-third 2.01-2.35, the ninth 1.78) and must reach tau > 2.07 here.
 Three chats of 48 tokens swing by a few hundredths to 0.12 between drafters whose replayed tau on
 200 evaluation prompts rises (the twenty-first, the twenty-fourth, the thirty-first), so the threshold

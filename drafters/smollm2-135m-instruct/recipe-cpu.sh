@@ -29,7 +29,8 @@
 #                                      two thirds of a step), the features within 1% of float32's
 #   NUM_CHUNKS=<all finished>          chunks (32 prompts each) of FEATURES, frozen at first use
 #   STEPS=700 TRAIN_MINUTES=           training length; TRAIN_MINUTES time-boxes one run
-#   LR=8e-4 WARMUP=30 THREADS=1        peak learning rate, warmup steps, torch threads
+#   LR=8e-4 WARMUP=30 THREADS=1        peak learning rate, warmup steps, torch threads (a warm restart from
+#                                      a trained drafter: LR=3e-5 WARMUP=50, RUNS.md "Fifty-seventh run")
 #   MIN_LR_RATIO=0.1                   the cosine's floor as a share of LR (1: a constant LR)
 #   GAMMA=3                            block position i's loss weight exp(-(i-1)/GAMMA) (train --gamma; runs
 #                                      before the twenty-fifth: 7, the paper's; README "Twenty-fifth run")
