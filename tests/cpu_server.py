@@ -45,10 +45,12 @@ CPU_FLAGS = (
     "pytorch",
     "--disable-cuda-graph",
     "--skip-server-warmup",
+    # A small KV pool: without a size SGLang fills most of the host's free memory with it (13 GB here),
+    # and zeroing that takes a CPU start minutes.  A server's own --max-total-tokens comes later in
+    # its command line and wins (argparse keeps an option's last value).
+    "--max-total-tokens",
+    "6144",
 )
-# A test server's KV pool: without a size SGLang fills most of the host's free memory with it (13 GB
-# here), and zeroing that takes a CPU start minutes.
-SMALL_KV_POOL = ("--max-total-tokens", "6144")
 
 
 def cpu_environment() -> dict[str, str]:

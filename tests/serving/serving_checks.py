@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from cpu_server import SMALL_KV_POOL, CpuServer
+from cpu_server import CpuServer
 
 NUM_PROMPTS_PER_SET, MAX_NEW_TOKENS = 4, 48  # three 16-token blocks and more per request
 CHUNK = 48  # below every chat prompt's length: prefill always runs in several chunks
@@ -21,7 +21,7 @@ def start_server(
     smollm2: str, tmp_path_factory, name: str, *args: str, env: dict[str, str] | None = None
 ) -> CpuServer:
     log = str(tmp_path_factory.mktemp(name) / "server.log")
-    flags = [*SMALL_KV_POOL, "--random-seed", "0", *args]
+    flags = ["--random-seed", "0", *args]
     return CpuServer(smollm2, flags, log_path=log, env=env)
 
 

@@ -12,7 +12,7 @@ import socket
 
 import cpu_server
 import pytest
-from cpu_server import SMALL_KV_POOL, CpuServer, ephemeral_port_range, free_port
+from cpu_server import CpuServer, ephemeral_port_range, free_port
 
 
 def test_free_port_is_below_the_ephemeral_range_and_free():
@@ -34,7 +34,7 @@ def test_a_start_that_loses_its_port_starts_again_on_a_new_one(smollm2, tmp_path
         taken_port = taken.getsockname()[1]
         ports = iter([taken_port])
         monkeypatch.setattr(cpu_server, "free_port", lambda: next(ports, None) or free_port())
-        server = CpuServer(smollm2, SMALL_KV_POOL, log_path=str(tmp_path / "server.log"))
+        server = CpuServer(smollm2, log_path=str(tmp_path / "server.log"))
         try:
             assert server.port != taken_port
             reply = server.generate(text="Hello", sampling_params={"max_new_tokens": 4, "temperature": 0})
