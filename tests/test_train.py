@@ -575,6 +575,7 @@ CODE_SOURCES = (
     "chess-functions",
     "note-functions",
     "size-functions",
+    "temperature-functions",
 )
 
 
@@ -1530,6 +1531,54 @@ def test_size_functions_are_every_combination_with_right_examples_and_disjoint_f
     header = "def list_kilobytes_over_100_mb(sizes: List"
     assert sentence in next(p for p in prompts if header in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("size-functions", prompts)
+
+
+def test_temperature_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import temperature_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(temperature_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    units_seen = set()
+
+    # A temperature read here independently of the source's code: its number, its unit, and its
+    # degrees Celsius and Fahrenheit rounded down (math.floor of the exact conversion).
+    def parse(temperature: str) -> tuple[int, str, int, int]:
+        number, unit = re.fullmatch(r"(-?[0-9]+)([CF])", temperature).groups()
+        number = int(number)
+        units_seen.add(unit)
+        celsius = number if unit == "C" else math.floor((number - 32) * 5 / 9)
+        fahrenheit = number if unit == "F" else math.floor(number * 9 / 5 + 32)
+        return number, unit, celsius, fahrenheit
+
+    def freezing(t: str) -> bool:
+        number, unit = parse(t)[:2]
+        return number < 0 if unit == "C" else number < 32
+
+    for (temperatures,), result in _doctest_examples(prompts, "sum_numbers_in_celsius"):
+        assert 3 <= len(temperatures) <= 5 and len(set(temperatures)) == len(temperatures)
+        assert all(-25 <= parse(t)[0] <= 105 for t in temperatures)
+        assert result == sum(parse(t)[0] for t in temperatures if t.endswith("C"))
+    for (temperatures,), result in _doctest_examples(prompts, "list_degrees_celsius_freezing"):
+        assert result == [parse(t)[2] for t in temperatures if freezing(t)]
+    for (temperatures,), result in _doctest_examples(prompts, "list_degrees_fahrenheit_temperatures"):
+        assert result == [parse(t)[3] for t in temperatures]
+    for (temperatures,), result in _doctest_examples(prompts, "sum_magnitudes_hot"):
+        assert result == sum(abs(parse(t)[0]) for t in temperatures if parse(t)[2] > 30)
+    for (temperatures,), result in _doctest_examples(prompts, "list_warmer_negative"):
+        assert result == [f"{parse(t)[0] + 1}{parse(t)[1]}" for t in temperatures if parse(t)[0] < 0]
+    for (temperatures,), result in _doctest_examples(prompts, "joined_spaced_even"):
+        even = [t for t in temperatures if parse(t)[0] % 2 == 0]
+        assert result == ",".join(f"{parse(t)[0]} {parse(t)[1]}" for t in even)
+    for (temperatures,), result in _doctest_examples(prompts, "list_units_in_fahrenheit"):
+        assert result == [parse(t)[1] for t in temperatures if t.endswith("F")]
+    for (temperatures,), result in _doctest_examples(prompts, "list_lower_temperatures"):
+        assert result == [t.lower() for t in temperatures]
+    assert units_seen == {"C", "F"}
+    sentence = "Return a list of the temperatures below freezing (under 0 degrees Celsius, that is under 32"
+    header = "def list_degrees_celsius_freezing(temperatures: List"
+    assert sentence in next(p for p in prompts if header in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("temperature-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

@@ -382,6 +382,16 @@ And a forty-first:
   megabytes) or a text (the unit alone, the size doubled, a space before the unit, lower case) of each
   kept size and a summary (``sum_numbers_kb(sizes)``), every combination once (364 tasks).
 
+And a forty-second:
+
+- ``temperature-functions``: the same shape over temperatures (``temperatures: List[str]``, a whole
+  number, possibly negative, and a unit 'C' or 'F', like ``"-4C"``): a filter (in Celsius, in
+  Fahrenheit, below freezing, over 30 degrees Celsius, negative, even, all), a change that makes a
+  number (the number alone, its absolute value, whole degrees Celsius or Fahrenheit, rounded down) or
+  a text (the unit alone, one degree warmer, a space before the unit, lower case) of each kept
+  temperature and a summary (``sum_numbers_in_celsius(temperatures)``), every combination once (364
+  tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -3073,6 +3083,86 @@ def size_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 293, parts, "sizes", "List[str]", _size)
 
 
+# HumanEval-shaped tasks over temperatures (``temperature-functions``: ``temperatures`` is a list of
+# texts, a whole number, possibly negative, and a unit 'C' or 'F' with no space, like "-4C" or "75F");
+# a filter over the temperatures, a change that makes a number (the number alone, its absolute value,
+# the temperature in whole degrees Celsius or Fahrenheit) or a text (the unit alone, one degree warmer,
+# a space before the unit, lower case) of each kept temperature and a summary, composed as the list
+# tasks are.
+def _temperature_number(temperature: str) -> int:
+    """The number before the unit: '-4C' -4."""
+    return int(temperature[:-1])
+
+
+def _temperature_unit(temperature: str) -> str:
+    """The unit after the number: '-4C' 'C'."""
+    return temperature[-1]
+
+
+def _temperature_celsius(temperature: str) -> int:
+    """The temperature in whole degrees Celsius, rounded down: '75F' 23 ((75 - 32) * 5 / 9 = 23.9)."""
+    number = _temperature_number(temperature)
+    return number if _temperature_unit(temperature) == "C" else (number - 32) * 5 // 9
+
+
+def _temperature_fahrenheit(temperature: str) -> int:
+    """The temperature in whole degrees Fahrenheit, rounded down: '-4C' 24 (-4 * 9 / 5 + 32 = 24.8)."""
+    number = _temperature_number(temperature)
+    return number if _temperature_unit(temperature) == "F" else number * 9 // 5 + 32
+
+
+# fmt: off
+_TEMPERATURE_FILTERS = (  # (name part, noun phrase, keep(temperature))
+    ("in_celsius", "the temperatures in degrees Celsius (a unit of 'C', like '23C')",
+     lambda t: _temperature_unit(t) == "C"),
+    ("in_fahrenheit", "the temperatures in degrees Fahrenheit (a unit of 'F', like '75F')",
+     lambda t: _temperature_unit(t) == "F"),
+    ("freezing", "the temperatures below freezing (under 0 degrees Celsius, that is under 32 degrees "
+     "Fahrenheit)", lambda t: _temperature_number(t) < (0 if _temperature_unit(t) == "C" else 32)),
+    ("hot", "the temperatures over 30 degrees Celsius (that is over 86 degrees Fahrenheit)",
+     lambda t: _temperature_number(t) > (30 if _temperature_unit(t) == "C" else 86)),
+    ("negative", "the temperatures whose number is negative (like '-4C')",
+     lambda t: _temperature_number(t) < 0),
+    ("even", "the temperatures whose number is even (like '-12F')",
+     lambda t: _temperature_number(t) % 2 == 0),
+    ("temperatures", "all the temperatures", lambda t: True),
+)
+_TEMPERATURE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, temperature -> number)
+    ("numbers", "the numbers (each temperature without its unit: '-4C' -4) of {}", _temperature_number),
+    ("magnitudes", "the absolute values of the numbers of {} ('-4C' 4)",
+     lambda t: abs(_temperature_number(t))),
+    ("degrees_celsius", "{} in whole degrees Celsius (C = (F - 32) * 5 / 9, rounded down: '75F' 23, "
+     "'23C' 23)", _temperature_celsius),
+    ("degrees_fahrenheit", "{} in whole degrees Fahrenheit (F = C * 9 / 5 + 32, rounded down: '-4C' 24, "
+     "'75F' 75)", _temperature_fahrenheit),
+)
+_TEMPERATURE_CHANGES = (  # (name part, phrase around the filtered noun phrase, temperature -> text)
+    ("units", "the units of {} ('-4C' becomes 'C')", _temperature_unit),
+    ("warmer", "{} one degree warmer in the same unit ('-4C' becomes '-3C')",
+     lambda t: f"{_temperature_number(t) + 1}{_temperature_unit(t)}"),
+    ("spaced", "{} with a space before the unit ('-4C' becomes '-4 C')",
+     lambda t: f"{_temperature_number(t)} {_temperature_unit(t)}"),
+    ("lower", "{} in lower case ('-4C' becomes '-4c')", str.lower),
+)
+# fmt: on
+
+
+def _temperature(rng: random.Random) -> str:
+    """One temperature: -25 to 40 degrees Celsius or -10 to 105 degrees Fahrenheit, so that freezing,
+    hot and negative temperatures all come up."""
+    if rng.random() < 0.5:
+        return f"{rng.randint(-25, 40)}C"
+    return f"{rng.randint(-10, 105)}F"
+
+
+def temperature_function_prompts(seed: int = 0) -> list[str]:
+    """Every temperature filter x change x summary task over ``temperatures: List[str]``, with 2-3
+    examples each: the number changes with the number summaries, the text changes with the word
+    summaries (joined by commas)."""
+    parts = (_TEMPERATURE_FILTERS, _TEMPERATURE_NUMBER_CHANGES, _TEMPERATURE_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 311, parts, "temperatures", "List[str]", _temperature)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -5650,6 +5740,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "craft-problems": lambda seed: craft_problems(1000, seed),
     "size-functions": size_function_prompts,
     "party-problems": lambda seed: party_problems(1000, seed),
+    "temperature-functions": temperature_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
