@@ -3031,6 +3031,25 @@ def _size_unit(size: str) -> str:
     return size.lstrip("0123456789")
 
 
+def _number_and_unit_changes(
+    example: str, number_of: Callable[[str], int], unit_of: Callable[[str], str], second: tuple
+) -> tuple:
+    """The text changes of an item written as a number and a unit ('640KB', '-4C'): its unit alone,
+    ``second`` (the source's own change), a space before the unit and lower case, each phrased with
+    ``example``."""
+    number, unit = number_of(example), unit_of(example)
+    return (
+        ("units", f"the units of {{}} ('{example}' becomes '{unit}')", unit_of),
+        second,
+        (
+            "spaced",
+            f"{{}} with a space before the unit ('{example}' becomes '{number} {unit}')",
+            lambda item: f"{number_of(item)} {unit_of(item)}",
+        ),
+        ("lower", f"{{}} in lower case ('{example}' becomes '{example.lower()}')", str.lower),
+    )
+
+
 def _size_bytes(size: str) -> int:
     """The size in bytes, 1024 to a unit: '2KB' 2048."""
     return _size_number(size) * 1024 ** _SIZE_UNITS.index(_size_unit(size))
@@ -3057,13 +3076,10 @@ _SIZE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, 
     ("megabytes", "{} in whole megabytes (1 MB is 1024 KB, 1 GB 1024 MB; rounded down, '640KB' 0, '2GB' "
      "2048)", lambda s: _size_bytes(s) // 1024**2),
 )
-_SIZE_CHANGES = (  # (name part, phrase around the filtered noun phrase, size -> text)
-    ("units", "the units of {} ('640KB' becomes 'KB')", _size_unit),
+_SIZE_CHANGES = _number_and_unit_changes(  # (name part, phrase around the noun phrase, size -> text)
+    "640KB", _size_number, _size_unit,
     ("doubled", "{} doubled in the same unit ('640KB' becomes '1280KB')",
      lambda s: f"{2 * _size_number(s)}{_size_unit(s)}"),
-    ("spaced", "{} with a space before the unit ('640KB' becomes '640 KB')",
-     lambda s: f"{_size_number(s)} {_size_unit(s)}"),
-    ("lower", "{} in lower case ('640KB' becomes '640kb')", str.lower),
 )
 # fmt: on
 
@@ -3136,13 +3152,10 @@ _TEMPERATURE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun p
     ("degrees_fahrenheit", "{} in whole degrees Fahrenheit (F = C * 9 / 5 + 32, rounded down: '-4C' 24, "
      "'75F' 75)", _temperature_fahrenheit),
 )
-_TEMPERATURE_CHANGES = (  # (name part, phrase around the filtered noun phrase, temperature -> text)
-    ("units", "the units of {} ('-4C' becomes 'C')", _temperature_unit),
+_TEMPERATURE_CHANGES = _number_and_unit_changes(  # (name part, phrase, temperature -> text)
+    "-4C", _temperature_number, _temperature_unit,
     ("warmer", "{} one degree warmer in the same unit ('-4C' becomes '-3C')",
      lambda t: f"{_temperature_number(t) + 1}{_temperature_unit(t)}"),
-    ("spaced", "{} with a space before the unit ('-4C' becomes '-4 C')",
-     lambda t: f"{_temperature_number(t)} {_temperature_unit(t)}"),
-    ("lower", "{} in lower case ('-4C' becomes '-4c')", str.lower),
 )
 # fmt: on
 
