@@ -3,11 +3,11 @@
 # tool, one stage per call, after the kit's parts are installed (docs/gpu-runbook.md):
 #
 #   bash bench/gpu_session.sh accept      # pytest -m gpu tests/gpu: lossless, meta_info, aborts, built-in loads our files
-#   bash bench/gpu_session.sh bench       # trained drafter: baseline, ours (and split-KV), built-in, NGRAM at c = 1-64
+#   bash bench/gpu_session.sh bench       # trained drafter: baseline, ours (and without split-KV), built-in, NGRAM at c = 1-64
 #   bash bench/gpu_session.sh overhead    # random drafter (tau ~1), c = 1 and 16; then the temperature-0.7 rows
 #   bash bench/gpu_session.sh short       # a 15-minute device budget: trained drafter (baseline, ours, ours
-#                                         # with split-KV attention, built-in at c = 1, 16, 64, re-scored)
-#   bash bench/gpu_session.sh short-random  # then: random drafter at c = 1 (baseline, ours, split-KV)
+#                                         # without split-KV attention, built-in at c = 1, 16, 64, re-scored)
+#   bash bench/gpu_session.sh short-random  # then: random drafter at c = 1 (baseline, ours, ours without split-KV)
 #
 # Every stage installs this checkout into the kit's site (offline, seconds), writes what it measured
 # under $OUT (at most 8 files, two folders deep: the device tool's limits) and prints a short table
@@ -86,7 +86,7 @@ case "$stage" in
     ;;
   bench)
     prepare
-    bench main --drafter "$DRAFTER" --modes baseline,dflash,dflash-splitkv,dflash-builtin,ngram \
+    bench main --drafter "$DRAFTER" --modes baseline,dflash,dflash-nosplitkv,dflash-builtin,ngram \
       --concurrency "$CONCURRENCY" --num-prompts "$NUM_PROMPTS" --rounds "$ROUNDS" || rc=$?
     ;;
   overhead)
@@ -103,13 +103,13 @@ case "$stage" in
     # The split-KV kernel alone first (seconds): bf16 and CUDA-graph replay against its definition.
     run python3 -m pytest -m gpu tests/gpu/test_gpu_block_attention.py -q -p no:cacheprovider \
       --junitxml "$OUT/block-attention.xml" || rc=$?
-    bench main --drafter "$DRAFTER" --modes baseline,dflash,dflash-splitkv,dflash-builtin \
+    bench main --drafter "$DRAFTER" --modes baseline,dflash,dflash-nosplitkv,dflash-builtin \
       --concurrency "$CONCURRENCY" --num-prompts "$NUM_PROMPTS" --rounds "$ROUNDS" || rc=$?
     ;;
   short-random)
     # The random drafter (tau 1: the per-step overhead) at concurrency 1, the call after `short`.
     prepare
-    bench random-drafter --drafter random --modes baseline,dflash,dflash-splitkv \
+    bench random-drafter --drafter random --modes baseline,dflash,dflash-nosplitkv \
       --concurrency 1 --num-prompts 8 --rounds 4 --no-rescore || rc=$?
     ;;
   *)

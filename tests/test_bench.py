@@ -167,17 +167,17 @@ def test_engine_arguments_and_environment_per_mode():
     assert mode_env("dflash", "p")["SGLANG_DFLASH_PROFILE"] == "p"
 
 
-def test_the_split_kv_mode_is_ours_with_the_split_kv_verify_and_the_others_are_without(monkeypatch):
-    monkeypatch.setenv("SGLANG_DFLASH_SPLITKV", "1")  # a caller's setting does not leak in
-    cfg = BenchConfig(model="m", drafter="d", datasets=[], out="o", modes=["dflash", "dflash-splitkv"])
-    assert engine_args(cfg, "dflash-splitkv") == engine_args(cfg, "dflash")
-    split = mode_env("dflash-splitkv", "p")
-    assert (split["SGLANG_DFLASH_SPLITKV"], split["SGLANG_DFLASH_IMPL"]) == ("1", "sglang-dflash")
-    assert split["SGLANG_DFLASH_PROFILE"] == "p"
-    for mode in ("baseline", "dflash", "dflash-builtin"):
-        assert mode_env(mode, "p")["SGLANG_DFLASH_SPLITKV"] == "0"
-    with pytest.raises(ValueError, match="split-KV attention need CUDA"):
-        BenchConfig(model="m", drafter="d", datasets=[], out="o", device="cpu", modes=["dflash-splitkv"])
+def test_every_gpu_mode_but_nosplitkv_runs_the_split_kv_attention(monkeypatch):
+    monkeypatch.setenv("SGLANG_DFLASH_SPLITKV", "0")  # a caller's setting does not leak in
+    cfg = BenchConfig(model="m", drafter="d", datasets=[], out="o", modes=["dflash", "dflash-nosplitkv"])
+    assert engine_args(cfg, "dflash-nosplitkv") == engine_args(cfg, "dflash")
+    prefill_kernel = mode_env("dflash-nosplitkv", "p")
+    assert (prefill_kernel["SGLANG_DFLASH_SPLITKV"], prefill_kernel["SGLANG_DFLASH_IMPL"]) == ("0", "sglang-dflash")
+    assert prefill_kernel["SGLANG_DFLASH_PROFILE"] == "p"
+    for mode in ("baseline", "dflash", "dflash-builtin"):  # what ships: the switch's default
+        assert mode_env(mode, "p")["SGLANG_DFLASH_SPLITKV"] == "1"
+    with pytest.raises(ValueError, match="split-KV switch need CUDA"):
+        BenchConfig(model="m", drafter="d", datasets=[], out="o", device="cpu", modes=["dflash-nosplitkv"])
 
 
 def test_cpu_device_runs_sglangs_cpu_engine_in_float32_with_plain_and_our_modes():

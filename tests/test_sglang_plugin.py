@@ -173,7 +173,8 @@ def test_the_split_kv_switch_is_hooked_on_gpus_only(host, cpu_engine_host):
         ("1", True, True, True),  # our drafter's bidirectional pass
         ("1", False, False, False),  # other algorithms keep the host's kernels
         ("0", True, False, False),
-        (None, True, False, False),  # off by default
+        (None, False, False, False),  # other algorithms keep them by default too
+        (None, True, False, True),  # on by default (measured on an H200, 2026-12-04)
     ],
 )
 def test_the_split_kv_switch_puts_our_block_attention_in_the_backends_verify_path(
@@ -211,7 +212,7 @@ def test_a_bad_split_kv_value_is_refused(monkeypatch):
     from sglang_dflash.serving import plugin
 
     monkeypatch.setenv(plugin.SPLITKV_ENV, "yes")
-    expected = "SGLANG_DFLASH_SPLITKV is 'yes'; expected '0' \\(default\\) or '1'"
+    expected = "SGLANG_DFLASH_SPLITKV is 'yes'; expected '1' \\(default\\) or '0'"
     with pytest.raises(ValueError, match=expected):
         plugin.splitkv_setting()
 

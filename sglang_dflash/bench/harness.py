@@ -3,9 +3,10 @@
     sglang-dflash bench --model T --drafter D --datasets humaneval.jsonl gsm8k.jsonl \\
         --num-prompts 64 --max-new-tokens 256 --concurrency 1,4,16 --out bench/results/run
 
-Modes: ``baseline`` (no speculation), ``dflash`` (ours), ``dflash-adaptive`` (ours with
-``--speculative-adaptive``: per-step verify width, CPU only for now), ``dflash-splitkv`` (ours with
-``SGLANG_DFLASH_SPLITKV=1``: split-KV block attention, GPU only), ``dflash-builtin``
+Modes: ``baseline`` (no speculation), ``dflash`` (ours as it ships: on GPUs with our split-KV
+block attention), ``dflash-adaptive`` (ours with ``--speculative-adaptive``: per-step verify width,
+CPU only for now), ``dflash-nosplitkv`` (ours with ``SGLANG_DFLASH_SPLITKV=0``: SGLang's prefill
+kernel for the block passes, GPU only), ``dflash-builtin``
 (SGLang's built-in DFLASH, selected through ``SGLANG_DFLASH_IMPL=builtin``), ``ngram`` (SGLang's
 NGRAM, no drafter).
 At temperature 0 every output is also re-scored teacher-forced by the float32 target
@@ -35,9 +36,9 @@ from .datasets import dataset_name, load_dataset, read_jsonl_prompts
 from .engine_run import FIRST_WAVES
 from .report import write_report
 
-MODES = ("baseline", "dflash", "dflash-adaptive", "dflash-splitkv", "dflash-builtin", "ngram")
-DRAFTER_MODES = ("dflash", "dflash-adaptive", "dflash-splitkv", "dflash-builtin")
-OUR_MODES = ("dflash", "dflash-adaptive", "dflash-splitkv")  # our worker, profiled
+MODES = ("baseline", "dflash", "dflash-adaptive", "dflash-nosplitkv", "dflash-builtin", "ngram")
+DRAFTER_MODES = ("dflash", "dflash-adaptive", "dflash-nosplitkv", "dflash-builtin")
+OUR_MODES = ("dflash", "dflash-adaptive", "dflash-nosplitkv")  # our worker, profiled
 DEVICES = ("cuda", "cpu")
 # On SGLang's CPU backend only plain decoding and our DFLASH run: the built-in DFLASH refuses a
 # non-CUDA device and NGRAM needs CUDA kernels.
@@ -128,7 +129,7 @@ class BenchConfig:
         if self.device == "cpu" and any(m not in CPU_MODES for m in self.modes):
             raise ValueError(
                 f"bench: --modes is {self.modes} with --device cpu; expected some of "
-                f"{list(CPU_MODES)} (SGLang's built-in DFLASH, NGRAM and the split-KV attention need CUDA)"
+                f"{list(CPU_MODES)} (SGLang's built-in DFLASH, NGRAM and the split-KV switch need CUDA)"
             )
         drafter_modes = [m for m in self.modes if m in DRAFTER_MODES]
         if drafter_modes and not self.drafter:
@@ -238,7 +239,8 @@ def mode_env(mode: str, profile_path: str, device: str = "cuda", cpu_malloc: str
         env = with_cpu_malloc(env, cpu_malloc)
     if mode in OUR_MODES:
         env["SGLANG_DFLASH_PROFILE"] = profile_path
-    env["SGLANG_DFLASH_SPLITKV"] = "1" if mode == "dflash-splitkv" else "0"
+    # Set for every mode, so that a caller's setting does not leak in (the switch acts on GPUs only).
+    env["SGLANG_DFLASH_SPLITKV"] = "0" if mode == "dflash-nosplitkv" else "1"
     return env
 
 
