@@ -367,6 +367,7 @@ def _add_train(sub) -> None:
         "grad_clip",
         "max_shard_mb",
         "max_minutes",
+        "schedule_minutes",
         "fresh_share",
     ):
         p.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(defaults, name))

@@ -282,6 +282,49 @@ def test_training_on_token_stores_sees_the_rebuilt_feature_stores_batches_and_fe
     assert logs["tokens"][-1]["heldout_loss"] == pytest.approx(logs["stored"][-1]["heldout_loss"], rel=1e-3)
 
 
+def test_a_gpu_computes_a_batchs_token_features_in_one_padded_pass_equal_to_one_pass_each(target, tmp_path):
+    """On a GPU one target pass per record is launch-bound, so a batch's records share one
+    right-padded pass there (``one_pass_per_batch``, chosen by the target's device); causal attention
+    keeps the padding out of every real token's features, so they equal one pass each."""
+    from sglang_dflash.testing import tiny_train_config
+    from sglang_dflash.train.trainer import load_training_data
+
+    paths = _token_and_feature_stores(target, tmp_path)
+    cfg = tiny_train_config(
+        "",
+        tmp_path / "o",
+        features=paths["a"][0],
+        extra_features=[paths["b"][0]],
+        features_from_tokens=True,
+        target_layer_ids=LAYERS,
+        order_seed=5,
+        batch_size=4,
+        heldout=3,
+    )
+    (apart, held), (together, _) = load_training_data(cfg, target), load_training_data(cfg, target)
+    assert not apart.store.one_pass_per_batch  # a CPU target: one pass each, as before
+    together.store.one_pass_per_batch = True
+    forwards = []
+    counter = target.model.register_forward_pre_hook(lambda module, args: forwards.append(1))
+    for step in range(3):
+        chosen = together._chosen(step)
+        assert len({len(r["input_ids"]) for r in chosen}) > 1  # padding is exercised
+        forwards.clear()
+        got = together.features(step)
+        assert len(forwards) == 1
+        forwards.clear()
+        want = apart.features(step)
+        assert len(forwards) == len(chosen)
+        torch.testing.assert_close(got, want, atol=2e-3, rtol=2e-3)  # to the stores' float16 rounding
+    # A batch with kept (held-out) records computes only the others, still in one pass.
+    together.store.keep(held.records)
+    first = together.store.features_many(held.records, 10**6)
+    forwards.clear()
+    again = together.store.features_many([*held.records, *together._chosen(0)], 10**6)
+    counter.remove()
+    assert len(forwards) == 1 and all(torch.equal(a, b) for a, b in zip(again, first))
+
+
 def test_token_store_features_from_a_bf16_target_pass_are_near_the_float32_ones_and_not_them(
     target, tmp_path, capsys
 ):

@@ -13,6 +13,7 @@ import re
 import statistics
 import subprocess
 import sys
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -41,6 +42,7 @@ from sglang_dflash.train.trainer import (
     SequenceBatches,
     TrainConfig,
     build_drafter,
+    fitted_steps,
     init_from_target_layers,
     load_training_data,
     resolve_order_seed,
@@ -2097,6 +2099,42 @@ def test_time_boxed_training_exports_and_a_rerun_finishes_the_schedule(corpus, t
     second = train(config(path, out, steps=20, save_every=5), target=target)
     assert second["steps_done"] == 20
     assert torch.load(out / "checkpoints" / "last.pt", weights_only=False)["step"] == 20
+
+
+def test_schedule_minutes_fits_the_schedule_to_the_time_box_and_a_resume_keeps_it(
+    corpus, tmp_path, monkeypatch
+):
+    """Every step takes 2 s on a fake clock: after 11 steps (22 s) a 1-minute budget leaves 19 more,
+    so the cosine runs 30 steps and ends at its floor; rerunning the command resumes at 30 and stops."""
+    from sglang_dflash.train import trainer as trainer_module
+
+    target, path, _ = corpus
+    now = [0.0]
+    real_step = trainer_module.train_step
+
+    def two_second_step(*args, **kwargs):
+        now[0] += 2.0
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "time", types.SimpleNamespace(time=lambda: now[0]))
+    monkeypatch.setattr(trainer_module, "train_step", two_second_step)
+    out = tmp_path / "fitted"
+    boxed = config(path, out, steps=1000, warmup_steps=5, log_every=1, save_every=7, schedule_minutes=1.0)
+    first = train(boxed, target=target)
+    assert first["steps_done"] == first["config"]["steps"] == 30 and now[0] == 60.0
+    rows = [json.loads(line) for line in open(out / "train_log.jsonl")]
+    assert rows[-1]["step"] == 29 and rows[-1]["lr"] == pytest.approx(boxed.lr * boxed.min_lr_ratio)
+    assert torch.load(out / "checkpoints" / "last.pt", weights_only=False)["step"] == 30
+    again = train(boxed, target=target)
+    assert again["steps_done"] == 30 and now[0] == 60.0  # no step ran
+    with pytest.raises(ValueError, match=r"train: --schedule-minutes is 0; expected a positive number"):
+        config(path, out, schedule_minutes=0)
+
+
+def test_fitted_steps_stay_between_one_more_step_and_the_cap():
+    assert fitted_steps(1000, 11, 22.0, 60.0, 2.0) == 30
+    assert fitted_steps(20, 11, 22.0, 60.0, 2.0) == 20  # --steps caps it
+    assert fitted_steps(1000, 11, 70.0, 60.0, 2.0) == 12  # over budget already: one more step ends it
 
 
 def test_tau_measurement_resumes_from_finished_batches(corpus, trained, tmp_path, monkeypatch):

@@ -320,3 +320,7 @@ class FeatureStores:
     def features(self, record: dict, length: int) -> torch.Tensor:
         """Features [min(length, len - 1), K*H] (float32) of the record's first tokens."""
         return self.stores[record["store"]].features(record, length)
+
+    def features_many(self, records: Sequence[dict], length: int) -> list[torch.Tensor]:
+        """:meth:`features` of each record (one training batch's)."""
+        return [self.features(record, length) for record in records]

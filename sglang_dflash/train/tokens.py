@@ -543,6 +543,8 @@ class TokenFeatureStores:
         self.dtype = FEATURE_DTYPES[feature_dtype]
         self.records = [{**r, "store": k} for k, store in enumerate(stores) for r in store.records]
         self._kept: dict[int, torch.Tensor | None] = {}
+        # One padded target pass per batch (see features_many): on a GPU, not on a CPU.
+        self.one_pass_per_batch = target.device.type != "cpu"
 
     @classmethod
     def open(
@@ -562,18 +564,34 @@ class TokenFeatureStores:
 
     def features(self, record: dict, length: int) -> torch.Tensor:
         """Features [min(length, len - 1), K*H] (float32) of the record's first tokens."""
-        rows = min(length, len(record["input_ids"]) - 1)
-        kept = self._kept.get(id(record))
-        if kept is not None and kept.shape[0] >= rows:
-            return kept[:rows]
-        # Causal attention: the first rows + 1 tokens give the first rows features exactly.
+        return self.features_many([record], length)[0]
+
+    def features_many(self, records: Sequence[dict], length: int) -> list[torch.Tensor]:
+        """:meth:`features` of each record (one training batch's).
+
+        On a GPU the records not kept share one right-padded target pass: one pass per record there
+        is bound by kernel launches, not arithmetic.  On a CPU each record gets its own pass, as
+        before: there the padding would cost arithmetic.
+        """
+        rows = [min(length, len(record["input_ids"]) - 1) for record in records]
+        out: list[torch.Tensor | None] = []
+        for record, n in zip(records, rows):
+            kept = self._kept.get(id(record))
+            out.append(kept[:n] if kept is not None and kept.shape[0] >= n else None)
+        todo = [i for i, feats in enumerate(out) if feats is None]
         device_type = self.target.device.type
-        with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=self.bf16_target):
-            (feats,) = teacher_forced_features(self.target, [record["input_ids"][: rows + 1]], self.layer_ids)
-        feats = feats.to(self.dtype).float().cpu()
-        if id(record) in self._kept:
-            self._kept[id(record)] = feats
-        return feats
+        passes = ([todo] if todo else []) if self.one_pass_per_batch else [[i] for i in todo]
+        for members in passes:
+            # Causal attention: the first rows + 1 tokens give the first rows features exactly.
+            with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=self.bf16_target):
+                computed = teacher_forced_features(
+                    self.target, [records[i]["input_ids"][: rows[i] + 1] for i in members], self.layer_ids
+                )
+            for i, feats in zip(members, computed):
+                out[i] = feats = feats.to(self.dtype).float().cpu()
+                if id(records[i]) in self._kept:
+                    self._kept[id(records[i])] = feats
+        return out
 
 
 def build_features_from_tokens(

@@ -119,6 +119,9 @@ class TrainConfig:
     snapshot_every: int = 0
     threads: int | None = None
     max_minutes: float | None = None
+    # Size ``steps`` (at most the given one) from the pace of the first steps, so that the schedule
+    # ends this many minutes after the run started: see fitted_steps.
+    schedule_minutes: float | None = None
     precision: str = "auto"  # the training steps' autocast: see resolve_precision
     # The target's pass for features_from_tokens: fp32 (exact), or bf16 autocast (see TokenFeatureStores).
     feature_precision: str = "fp32"
@@ -155,6 +158,10 @@ class TrainConfig:
                 raise train_error(name, getattr(self, name), f"one of {', '.join(PRECISIONS)}")
         if not self.lr > 0:
             raise train_error("lr", self.lr, "a positive number")
+        if self.schedule_minutes is not None and not (
+            isinstance(self.schedule_minutes, (int, float)) and self.schedule_minutes > 0
+        ):
+            raise train_error("schedule_minutes", self.schedule_minutes, "a positive number of minutes")
         if self.gamma is not None and not self.gamma > 0:
             raise train_error("gamma", self.gamma, "a positive number or None")
         if self.eval_every and not self.heldout:
@@ -285,6 +292,20 @@ def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
         return (step + 1) / warmup
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
     return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+# Steps timed before --schedule-minutes sizes the schedule (the first, slower one not among them).
+PACE_STEPS = 10
+
+
+def fitted_steps(steps_cap: int, steps_done: int, elapsed_s: float, budget_s: float, step_s: float) -> int:
+    """How many steps the schedule runs so that it ends ``budget_s`` after the run started.
+
+    ``steps_done`` steps took ``elapsed_s`` (loading included) and the next ones are expected to take
+    ``step_s`` each; the result is at least one step more than done and at most ``steps_cap``.
+    """
+    remaining = max(0, math.floor((budget_s - elapsed_s) / max(step_s, 1e-9)))
+    return max(steps_done + 1, min(steps_cap, steps_done + remaining))
 
 
 def _target_layers(target: torch.nn.Module):
@@ -439,7 +460,7 @@ class SequenceBatches:
             raise train_error("features", None, "a feature store (these batches were built without one)")
         chosen = self._chosen(step)
         width = max(min(len(r["input_ids"]), self.max_seq_len) for r in chosen)
-        rows = [self.store.features(r, width) for r in chosen]
+        rows = self.store.features_many(chosen, width)
         out = torch.zeros(len(rows), width, rows[0].shape[-1])
         for i, f in enumerate(rows):
             out[i, : f.shape[0]] = f
@@ -612,7 +633,15 @@ def load_training_data(
 
 
 def _save_checkpoint(
-    path: str, drafter, optimizer, scheduler, step: int, seconds: float, config: TrainConfig, sequences: int
+    path: str,
+    drafter,
+    optimizer,
+    scheduler,
+    step: int,
+    seconds: float,
+    config: TrainConfig,
+    sequences: int,
+    schedule_fitted: bool = False,
 ) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
@@ -625,6 +654,7 @@ def _save_checkpoint(
             "train_seconds": seconds,
             "config": dataclasses.asdict(config),
             "sequences": sequences,
+            "schedule_fitted": schedule_fitted,
         },
         tmp,
     )
@@ -648,6 +678,10 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
         state = torch.load(ckpt_path, map_location=config.device, weights_only=False)
     resumed = state["config"] if state is not None else None
     config = dataclasses.replace(config, order_seed=resolve_order_seed(config, resumed))
+    # A schedule sized by --schedule-minutes keeps its length when the run resumes.
+    schedule_fitted = config.schedule_minutes is None or bool(state and state.get("schedule_fitted"))
+    if config.schedule_minutes is not None and schedule_fitted:
+        config = dataclasses.replace(config, steps=resumed["steps"])
     batches, heldout = load_training_data(config, target)
     if batches.store is not None:
         stored = batches.store.layer_ids
@@ -692,22 +726,27 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
             earlier_seconds + time.time() - started,
             config,
             len(batches.records),
+            schedule_fitted,
         )
 
     history: list[dict] = []
     stopped_at = None
+    eval_seconds = 0.0  # one held-out evaluation, for --schedule-minutes
     if start_step == 0 and heldout is not None and config.eval_every:
         # The weights training starts from (a warm start's), scored before any update: the step-0 row
         # comes after one optimizer step, and a fresh AdamW's first step moves every weight by about
         # the learning rate, so only this row says what a warm restart costs before it pays.
+        eval_started = time.time()
         start = heldout_acceptance(drafter, target, heldout, config, weights)
+        eval_seconds = time.time() - eval_started
         start_row = {"step": -1, "seconds": 0.0, **start}
         with open(log_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(start_row) + "\n")
-    bar = tqdm(
-        range(start_step, config.steps), initial=start_step, total=config.steps, desc="training", unit="step"
-    )
-    for step in bar:
+    bar = tqdm(initial=start_step, total=config.steps, desc="training", unit="step")
+    paced_from = None  # (step, time) after this process's first step: --schedule-minutes times from there
+    step = start_step - 1
+    while step + 1 < config.steps:
+        step += 1
         out = train_step(drafter, target, batches, config, step, weights)
         optimizer.zero_grad(set_to_none=True)
         out.loss.backward()
@@ -741,12 +780,30 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
             snapshot = os.path.join(config.output, "checkpoints", f"step-{step + 1:06d}.pt")
             torch.save(drafter.state_dict(), snapshot + ".tmp")
             os.replace(snapshot + ".tmp", snapshot)
+        bar.update(1)
+        if not schedule_fitted:
+            if paced_from is None:
+                paced_from = (step, time.time())
+            elif step - paced_from[0] == PACE_STEPS:
+                step_s = (time.time() - paced_from[1]) / PACE_STEPS
+                if heldout is not None and config.eval_every:
+                    step_s += eval_seconds / config.eval_every
+                steps = fitted_steps(
+                    config.steps, step + 1, time.time() - started, 60 * config.schedule_minutes, step_s
+                )
+                config, schedule_fitted = dataclasses.replace(config, steps=steps), True
+                bar.total = steps
+                tqdm.write(
+                    f"train: --schedule-minutes {config.schedule_minutes}: {step_s:.2f} s a step, "
+                    f"so the schedule runs {steps} steps"
+                )
         out_of_time = config.max_minutes is not None and time.time() - started > 60 * config.max_minutes
         if out_of_time and step < config.steps - 1:
             # Time box: checkpoint, export what there is, and let a rerun finish the schedule.
             save_checkpoint(step + 1)
             stopped_at = step + 1
             break
+    bar.close()
 
     drafter.eval()
     save_drafter(
