@@ -8,12 +8,15 @@
 #   bash bench/gpu_session.sh short       # a 15-minute device budget: trained drafter (baseline, ours, ours
 #                                         # without split-KV attention, built-in at c = 1, 16, 64, re-scored)
 #   bash bench/gpu_session.sh short-random  # then: random drafter at c = 1 (baseline, ours, ours without split-KV)
+#   bash bench/gpu_session.sh train       # issue 26: train the drafter warm from the shipped one for TRAIN_MINUTES
+#                                         # on every committed token store; weights under $OUT/train
 #
 # Every stage installs this checkout into the kit's site (offline, seconds), writes what it measured
 # under $OUT (at most 8 files, two folders deep: the device tool's limits) and prints a short table
 # last. Knobs (environment): NUM_PROMPTS, ROUNDS, CONCURRENCY, MAX_NEW_TOKENS, MODE_TIMEOUT_S, ATTENTION_BACKEND,
 # DATA (the prompt sets' folder, default .gpu-data), MODEL (default the kit's SmolLM2), PYTEST_ARGS
-# (accept: e.g. '-k "not deterministic"' to split the GPU tests over two calls).
+# (accept: e.g. '-k "not deterministic"' to split the GPU tests over two calls), and for train
+# TRAIN_MINUTES (whole minutes, default 6), TRAIN_BATCH (32), TRAIN_LR (6e-5), TRAIN_WARMUP (100).
 # DRY_RUN=1 prints the commands instead of running them (tests/test_gpu_session.py checks them on CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +36,10 @@ if [ "$stage" = short ] || [ "$stage" = short-random ]; then  # each fits one ca
   MODE_TIMEOUT_S="${MODE_TIMEOUT_S:-200}"
 fi
 ROUNDS="${ROUNDS:-8}"
+TRAIN_MINUTES="${TRAIN_MINUTES:-6}"
+TRAIN_BATCH="${TRAIN_BATCH:-32}"
+TRAIN_LR="${TRAIN_LR:-6e-5}"
+TRAIN_WARMUP="${TRAIN_WARMUP:-100}"
 CONCURRENCY="${CONCURRENCY:-1,4,16,64}"
 # One mode must not eat the whole 10-minute call; the report keeps the modes that finished.
 MODE_TIMEOUT_S="${MODE_TIMEOUT_S:-240}"
@@ -64,6 +71,40 @@ bench() {  # bench OUT_SUBDIR [bench flags...]
   run python3 -m sglang_dflash.cli bench --model "$MODEL" --datasets "$DATA/humaneval.jsonl" "$DATA/gsm8k.jsonl" \
     --max-new-tokens "$MAX_NEW_TOKENS" --timeout-s "$MODE_TIMEOUT_S" --attention-backend "$ATTENTION_BACKEND" \
     --out "$OUT/$sub" "$@"
+}
+
+train_drafter() {  # the drafter's training on the GPU (stage train)
+  local tokens="$DRAFTER/token-data" work=/tmp/gpu-train extra
+  # Every committed token store but default: the shipped run's in its order first (the hold-out is
+  # drawn among the first records: the CPU runs' 32 records), then the newer ones.
+  mapfile -t extra < <(python3 - "$DRAFTER" <<'PY'
+import json, os, sys
+here = sys.argv[1]
+tokens = os.path.join(here, "token-data")
+with open(os.path.join(here, "train_summary.json"), encoding="utf-8") as f:
+    shipped = json.load(f)["config"]["extra_features"]
+found = sorted(
+    os.path.join(tokens, name)
+    for name in os.listdir(tokens)
+    if name != "default" and os.path.isfile(os.path.join(tokens, name, "header.json"))
+)
+print("\n".join([s for s in shipped if s in found] + [s for s in found if s not in shipped]))
+PY
+  )
+  # The CPU runs' data, hold-out and objective (recipe-cpu.sh, RUNS.md "Fifty-eighth run"): 30 chunks of
+  # the default store, the same 32 held-out records among the first 1696, gamma 3, sampled positions;
+  # four times their batch, bf16, and a schedule sized to end TRAIN_MINUTES after the start.
+  run python3 -m sglang_dflash.cli train --target "$MODEL" --features "$tokens/default" \
+    --extra-features "${extra[@]}" --features-from-tokens --num-chunks 30 --heldout 32 --heldout-among 1696 \
+    --eval-every 50 --init-drafter "$DRAFTER" --out "$work" --num-draft-layers 2 --block-size 16 \
+    --target-layer-ids 1 9 17 26 --mask-token-id 6 --mask-token "<filename>" --steps 100000 \
+    --batch-size "$TRAIN_BATCH" --num-anchors 32 --max-seq-len 512 --lr "$TRAIN_LR" --warmup-steps "$TRAIN_WARMUP" \
+    --gamma 3 --sample-positions --log-every 10 --save-every 200 --device cuda --precision bf16 \
+    --feature-precision bf16 --schedule-minutes "$TRAIN_MINUTES" --max-minutes "$((TRAIN_MINUTES + 1))" || return
+  # Back to this machine: config, the weights in 15 MB shards (a file comes back if under 16 MiB), logs.
+  run mkdir -p "$OUT/train"
+  run cp "$work/config.json" "$work/model.safetensors.index.json" "$work/train_log.jsonl" \
+    "$work/train_summary.json" "$work"/model-*.safetensors "$OUT/train/"
 }
 
 table() {  # the markdown tables written so far, last in the output
@@ -112,8 +153,15 @@ case "$stage" in
     bench random-drafter --drafter random --modes baseline,dflash,dflash-nosplitkv \
       --concurrency 1 --num-prompts 8 --rounds 4 --no-rescore || rc=$?
     ;;
+  train)
+    # Issue 26 on the GPU: the drafter warm from the shipped one on every committed token store (the
+    # target computes each drawn sequence's features), its schedule sized to TRAIN_MINUTES. Tau is
+    # replayed on a CPU afterwards (docs/gpu-runbook.md "Training the drafter on the GPU").
+    prepare
+    train_drafter || rc=$?
+    ;;
   *)
-    echo "gpu_session.sh: stage is '$stage'; expected one of accept, bench, overhead, short, short-random" >&2
+    echo "gpu_session.sh: stage is '$stage'; expected one of accept, bench, overhead, short, short-random, train" >&2
     exit 2
     ;;
 esac

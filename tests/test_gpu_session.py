@@ -85,6 +85,46 @@ def test_the_short_stages_fit_a_15_minute_budget_with_the_goals_measurements(mon
     assert narrow.concurrency == [1]
 
 
+def test_the_train_stage_trains_warm_on_every_token_store_in_the_shipped_order_and_brings_the_weights_back(
+    monkeypatch,
+):
+    """Issue 26 on the GPU: the CPU runs' data, hold-out and objective, warm from the shipped drafter,
+    on the GPU for a schedule sized to TRAIN_MINUTES; what comes back fits the device tool's limits."""
+    import json
+
+    from sglang_dflash.train import trainer
+
+    proc = dry_run("train", TRAIN_MINUTES="5")
+    assert proc.returncode == 0, proc.stderr
+    train_line, mkdir_line, copy_line = proc.stdout.splitlines()
+    configs = []
+    monkeypatch.setattr(trainer, "train", lambda cfg: (configs.append(cfg), {"final": None})[1])
+    assert cli_main(shlex.split(train_line)[3:]) == 0
+    (cfg,) = configs
+    drafter = os.path.join("drafters", "smollm2-135m-instruct")
+    with open(os.path.join(ROOT, drafter, "train_summary.json"), encoding="utf-8") as f:
+        shipped = json.load(f)["config"]
+    stores = sorted(
+        os.path.join(drafter, "token-data", name)
+        for name in os.listdir(os.path.join(ROOT, drafter, "token-data"))
+        if name != "default"
+    )
+    assert cfg.features == shipped["features"] and cfg.features_from_tokens
+    assert cfg.extra_features[: len(shipped["extra_features"])] == shipped["extra_features"]
+    assert sorted(cfg.extra_features) == stores
+    assert (cfg.num_chunks, cfg.heldout, cfg.heldout_among) == (30, 32, shipped["heldout_among"])
+    assert (cfg.gamma, cfg.block_size, cfg.num_draft_layers) == (3, 16, 2) and cfg.sample_positions
+    assert cfg.target_layer_ids == [1, 9, 17, 26] and cfg.mask_token_id == 6
+    assert cfg.init_drafter == drafter and cfg.device == "cuda" and cfg.precision == "bf16"
+    assert (cfg.schedule_minutes, cfg.max_minutes, cfg.batch_size, cfg.lr) == (5, 6, 32, 6e-5)
+    assert not cfg.output.startswith("/gpu-out")  # checkpoints stay on the host
+    assert shlex.split(mkdir_line) == ["mkdir", "-p", "/gpu-out/train"]
+    copied = shlex.split(copy_line)
+    assert copied[-1] == "/gpu-out/train/" and all(p.startswith(cfg.output + "/") for p in copied[1:-1])
+    # with the stage's log, at most 8 files come back, each under 16 MiB (shards of max_shard_mb)
+    assert len(copied[1:-1]) + 1 + 1 <= 8 and cfg.max_shard_mb * 2**20 < 16 * 2**20
+
+
 def test_knobs_reach_the_commands(monkeypatch):
     (cfg,) = bench_configs("bench", monkeypatch, CONCURRENCY="1,8", NUM_PROMPTS="16", ROUNDS="2")
     assert (cfg.concurrency, cfg.num_prompts, cfg.rounds, cfg.attention_backend) == ([1, 8], 16, 2, "triton")
@@ -100,4 +140,7 @@ def test_the_accept_stage_runs_the_gpu_tests_and_a_bad_stage_is_refused():
     assert shlex.split(split.stdout)[-2:] == ["-k", "lossless"]
     bad = dry_run("benchmark")
     assert bad.returncode == 2
-    assert "stage is 'benchmark'; expected one of accept, bench, overhead, short, short-random" in bad.stderr
+    assert (
+        "stage is 'benchmark'; expected one of accept, bench, overhead, short, short-random, train"
+        in bad.stderr
+    )
