@@ -91,7 +91,7 @@ found = sorted(
 print("\n".join([s for s in shipped if s in found] + [s for s in found if s not in shipped]))
 PY
   )
-  # The CPU runs' data, hold-out and objective (recipe-cpu.sh, RUNS.md "Fifty-eighth run"): 30 chunks of
+  # The CPU runs' data, hold-out and objective (recipe-cpu.sh, RUNS.md "Sixtieth run"): 30 chunks of
   # the default store, the same 32 held-out records among the first 1696, gamma 3, sampled positions;
   # four times their batch, bf16, and a schedule sized to end TRAIN_MINUTES after the start.
   run python3 -m sglang_dflash.cli train --target "$MODEL" --features "$tokens/default" \
