@@ -39,6 +39,7 @@ from sglang_dflash.train.objective import (
     sample_anchors,
 )
 from sglang_dflash.train.trainer import (
+    SchedulePacer,
     SequenceBatches,
     TrainConfig,
     build_drafter,
@@ -2129,6 +2130,23 @@ def test_schedule_minutes_fits_the_schedule_to_the_time_box_and_a_resume_keeps_i
     assert again["steps_done"] == 30 and now[0] == 60.0  # no step ran
     with pytest.raises(ValueError, match=r"train: --schedule-minutes is 0; expected a positive number"):
         config(path, out, schedule_minutes=0)
+
+
+def test_a_heldout_evaluation_inside_the_timed_window_is_counted_once():
+    """Steps take 2 s and every fifth step also evaluates for 5 s (1 s a step at its rate): the
+    window of ten steps holds two evaluations, which come out of it and back in at their rate."""
+    pacer = SchedulePacer(budget_s=100.0, eval_every=5)
+    now = 0.0
+    fitted = None
+    for step in range(11):
+        now += 2.0
+        if step % 5 == 0:
+            pacer.evaluated(5.0)
+            now += 5.0
+        fitted = pacer.step_done(step, now, 0.0, 1000)
+        assert (fitted is None) == (step < 10)
+    assert pacer.step_s == pytest.approx(3.0)
+    assert fitted == fitted_steps(1000, 11, now, 100.0, 3.0)
 
 
 def test_fitted_steps_stay_between_one_more_step_and_the_cap():

@@ -29,6 +29,8 @@
 #                                      two thirds of a step), the features within 1% of float32's
 #   NUM_CHUNKS=<all finished>          chunks (32 prompts each) of FEATURES, frozen at first use
 #   STEPS=700 TRAIN_MINUTES=           training length; TRAIN_MINUTES time-boxes one run
+#   SCHEDULE_MINUTES=                  size the cosine to end this many minutes after the start (train
+#                                      --schedule-minutes: at most STEPS, fitted after ten timed steps)
 #   LR=8e-4 WARMUP=30 THREADS=1        peak learning rate, warmup steps, torch threads (a warm restart from
 #                                      a trained drafter: LR=3e-5 WARMUP=50, RUNS.md "Fifty-seventh run")
 #   MIN_LR_RATIO=0.1                   the cosine's floor as a share of LR (1: a constant LR)
@@ -160,6 +162,7 @@ want train && stage train sglang-dflash train --target "$target" --features "$fe
   --max-seq-len 512 --lr "${LR:-8e-4}" --min-lr-ratio "${MIN_LR_RATIO:-0.1}" --warmup-steps "${WARMUP:-30}" --gamma "${GAMMA:-3}" --sample-positions --heldout "${HELDOUT:-32}" ${HELDOUT_AMONG:+--heldout-among "$HELDOUT_AMONG"} --eval-every "${EVAL_EVERY:-50}" \
   --snapshot-every 50 --save-every "${SAVE_EVERY:-10}" --log-every 5 --threads "${THREADS:-1}" --precision "${PRECISION:-auto}" \
   --max-shard-mb 24 --device cpu ${TRAIN_MINUTES:+--max-minutes "$TRAIN_MINUTES"} \
+  ${SCHEDULE_MINUTES:+--schedule-minutes "$SCHEDULE_MINUTES"} \
   ${INIT_DRAFTER:+--init-drafter "$INIT_DRAFTER"} ${ORDER_SEED:+--order-seed "$ORDER_SEED"} \
   ${FRESH_STORES:+--fresh-stores "$FRESH_STORES" --fresh-share "${FRESH_SHARE:?FRESH_STORES needs FRESH_SHARE}"} \
   ${FEATURE_PRECISION:+--feature-precision "$FEATURE_PRECISION"} "${token_flag[@]}"

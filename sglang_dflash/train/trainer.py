@@ -308,6 +308,39 @@ def fitted_steps(steps_cap: int, steps_done: int, elapsed_s: float, budget_s: fl
     return max(steps_done + 1, min(steps_cap, steps_done + remaining))
 
 
+@dataclasses.dataclass
+class SchedulePacer:
+    """Sizes the schedule for ``--schedule-minutes``: times :data:`PACE_STEPS` steps after this
+    process's first one (the slower first step not among them), held-out evaluations taken out of
+    that window and added back at their own rate, so an evaluation inside the window is not counted
+    twice."""
+
+    budget_s: float
+    eval_every: int  # 0: no held-out evaluation runs
+    eval_s: float = 0.0  # the latest held-out evaluation's seconds
+    eval_total_s: float = 0.0  # every held-out evaluation's seconds so far
+    window: tuple[int, float, float] | None = None  # (step, time, eval_total_s) where timing began
+    step_s: float | None = None  # the expected seconds a step, once timed
+
+    def evaluated(self, seconds: float) -> None:
+        """A held-out evaluation took ``seconds``."""
+        self.eval_s = seconds
+        self.eval_total_s += seconds
+
+    def step_done(self, step: int, now: float, started: float, steps_cap: int) -> int | None:
+        """After ``step`` finished at ``now``: the schedule's length once the window is timed, else None."""
+        if self.window is None:
+            self.window = (step, now, self.eval_total_s)
+            return None
+        first, began, evals_before = self.window
+        if step - first != PACE_STEPS:
+            return None
+        self.step_s = (now - began - (self.eval_total_s - evals_before)) / PACE_STEPS
+        if self.eval_every:
+            self.step_s += self.eval_s / self.eval_every
+        return fitted_steps(steps_cap, step + 1, now - started, self.budget_s, self.step_s)
+
+
 def _target_layers(target: torch.nn.Module):
     return target.model.layers
 
@@ -731,19 +764,26 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
 
     history: list[dict] = []
     stopped_at = None
-    eval_seconds = 0.0  # one held-out evaluation, for --schedule-minutes
-    if start_step == 0 and heldout is not None and config.eval_every:
+    evaluates = heldout is not None and bool(config.eval_every)
+    pacer = None
+    if not schedule_fitted:
+        pacer = SchedulePacer(60 * config.schedule_minutes, config.eval_every if evaluates else 0)
+
+    def heldout_row() -> dict:
+        eval_started = time.time()
+        row = heldout_acceptance(drafter, target, heldout, config, weights)
+        if pacer is not None:
+            pacer.evaluated(time.time() - eval_started)
+        return row
+
+    if start_step == 0 and evaluates:
         # The weights training starts from (a warm start's), scored before any update: the step-0 row
         # comes after one optimizer step, and a fresh AdamW's first step moves every weight by about
         # the learning rate, so only this row says what a warm restart costs before it pays.
-        eval_started = time.time()
-        start = heldout_acceptance(drafter, target, heldout, config, weights)
-        eval_seconds = time.time() - eval_started
-        start_row = {"step": -1, "seconds": 0.0, **start}
+        start_row = {"step": -1, "seconds": 0.0, **heldout_row()}
         with open(log_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(start_row) + "\n")
     bar = tqdm(initial=start_step, total=config.steps, desc="training", unit="step")
-    paced_from = None  # (step, time) after this process's first step: --schedule-minutes times from there
     step = start_step - 1
     while step + 1 < config.steps:
         step += 1
@@ -767,9 +807,8 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
                 "blocks": (step + 1) * config.batch_size * config.num_anchors,
                 "seconds": round(earlier_seconds + time.time() - started, 1),
             }
-            evaluate = config.eval_every and (step % config.eval_every == 0 or step == config.steps - 1)
-            if heldout is not None and evaluate:
-                row.update(heldout_acceptance(drafter, target, heldout, config, weights))
+            if evaluates and (step % config.eval_every == 0 or step == config.steps - 1):
+                row.update(heldout_row())
             history.append(row)
             with open(log_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
@@ -781,22 +820,14 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
             torch.save(drafter.state_dict(), snapshot + ".tmp")
             os.replace(snapshot + ".tmp", snapshot)
         bar.update(1)
-        if not schedule_fitted:
-            if paced_from is None:
-                paced_from = (step, time.time())
-            elif step - paced_from[0] == PACE_STEPS:
-                step_s = (time.time() - paced_from[1]) / PACE_STEPS
-                if heldout is not None and config.eval_every:
-                    step_s += eval_seconds / config.eval_every
-                steps = fitted_steps(
-                    config.steps, step + 1, time.time() - started, 60 * config.schedule_minutes, step_s
-                )
-                config, schedule_fitted = dataclasses.replace(config, steps=steps), True
-                bar.total = steps
-                tqdm.write(
-                    f"train: --schedule-minutes {config.schedule_minutes}: {step_s:.2f} s a step, "
-                    f"so the schedule runs {steps} steps"
-                )
+        fitted = None if pacer is None else pacer.step_done(step, time.time(), started, config.steps)
+        if fitted is not None:
+            tqdm.write(
+                f"train: --schedule-minutes {config.schedule_minutes}: {pacer.step_s:.2f} s a step, "
+                f"so the schedule runs {fitted} steps"
+            )
+            config, schedule_fitted, pacer = dataclasses.replace(config, steps=fitted), True, None
+            bar.total = fitted
         out_of_time = config.max_minutes is not None and time.time() - started > 60 * config.max_minutes
         if out_of_time and step < config.steps - 1:
             # Time box: checkpoint, export what there is, and let a rerun finish the schedule.
