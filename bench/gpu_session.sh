@@ -46,7 +46,9 @@ MODE_TIMEOUT_S="${MODE_TIMEOUT_S:-240}"
 
 run() {
   if [ "${DRY_RUN:-0}" = 1 ]; then
-    printf '%s\n' "$*"
+    # Quoted as the shell would need it (a bare <filename> would be a redirection when pasted).
+    printf '%q ' "$@"
+    echo
   else
     "$@"
   fi

@@ -100,6 +100,7 @@ def test_the_train_stage_trains_warm_on_every_token_store_in_the_shipped_order_a
     configs = []
     monkeypatch.setattr(trainer, "train", lambda cfg: (configs.append(cfg), {"final": None})[1])
     assert cli_main(shlex.split(train_line)[3:]) == 0
+    assert " <filename>" not in train_line  # printed as a shell needs it: pasted, it runs the same
     (cfg,) = configs
     drafter = os.path.join("drafters", "smollm2-135m-instruct")
     with open(os.path.join(ROOT, drafter, "train_summary.json"), encoding="utf-8") as f:
