@@ -1,10 +1,12 @@
 """The verify-width policy's decisions on synthetic step times and acceptance."""
 
+import itertools
 import json
+import math
 
 import pytest
 
-from sglang_dflash.adaptive import AdaptiveConfig, VerifyWidthPolicy, batch_bucket, expected_accept_lens
+from sglang_dflash.adaptive import AdaptiveConfig, VerifyWidthPolicy, batch_bucket
 
 WIDTHS = (1, 4, 8, 16)
 
@@ -15,20 +17,29 @@ def observe(policy: VerifyWidthPolicy, bs: int, width: int, seconds: float, num_
     policy.record_acceptance(width, num_correct_drafts or ())
 
 
+def geometric_runs(accept: float, steps: int) -> list[int]:
+    """``steps`` runs of accepted drafts drawn from a geometric distribution (each draft accepted with
+    probability ``accept`` after an accepted one) at evenly spaced quantiles, visited in a scattered
+    order (the counts decay, so sorted runs would weigh the long ones most): reproducible, and with
+    the distribution's own shape (a few long runs, many short ones)."""
+    assert math.gcd(steps, 13) == 1
+    if accept <= 0:
+        return [0] * steps
+    quantiles = [(i * 13 % steps + 0.5) / steps for i in range(steps)]
+    return [int(math.log(1 - u) / math.log(accept)) for u in quantiles]
+
+
 def policy_with(
     step_seconds, bs: int, accepted_fraction: float, steps: int = 40, explore_every: int = 1000
 ) -> VerifyWidthPolicy:
-    """A policy that has measured ``step_seconds[k]`` at batch ``bs`` and seen drafts accepted as a
-    geometric run with continuation probability ``accepted_fraction`` (expected counts per step)."""
+    """A policy that has measured ``step_seconds[k]`` at batch ``bs`` and seen whole-block steps
+    accept geometric runs of drafts with continuation probability ``accepted_fraction``."""
     policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS, explore_every=explore_every))
     for _ in range(len(WIDTHS)):
         width = policy.choose(bs)
         observe(policy, bs, width, step_seconds[width], None)
-    for _ in range(steps):
-        width = 16
-        # Of 15 drafts, a geometric run: the counts a censored geometric estimate recovers exactly.
-        run = int(round(expected_accept_lens(accepted_fraction, width) - 1))
-        observe(policy, bs, width, step_seconds[width], [run] * bs)
+    for run in geometric_runs(accepted_fraction, steps):
+        observe(policy, bs, 16, step_seconds[16], [min(run, 15)] * bs)
     return policy
 
 
@@ -113,7 +124,75 @@ def test_a_step_that_accepts_every_verified_draft_counts_no_rejection():
     assert policy.rejected == 0
     assert policy.accepted == 6
     observe(policy, 2, 1, 0.01, [0, 0])  # plain decoding says nothing about drafts: the counts only decay
-    assert (policy.accepted, policy.rejected) == (6 * policy.config.accept_decay, 0)
+    assert (policy.accepted, policy.rejected) == pytest.approx((6 * policy.config.accept_decay, 0))
+
+
+def test_acceptance_is_counted_per_block_position_up_to_the_verified_width():
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS))
+    observe(policy, 3, 8, 0.01, [7, 2, 0])  # all 7 drafts; 2 then a rejection; a rejection at once
+    assert policy.reached[:8] == [3, 2, 2, 1, 1, 1, 1, 0]
+    assert policy.passed[:8] == [2, 2, 1, 1, 1, 1, 1, 0]
+    assert (policy.accepted, policy.rejected) == (9, 2)
+
+
+def test_a_position_no_step_verified_continues_the_last_measured_one():
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS))
+    for run in geometric_runs(0.8, 40):
+        observe(policy, 1, 4, 0.01, [min(run, 3)])
+    acceptance = policy.draft_acceptance()
+    assert acceptance[3:] == pytest.approx([acceptance[2]] * 12)
+    assert 0.6 < acceptance[2] < 1.0  # measured: above the prior of 0.5
+
+
+def mixed_text_runs(steps: int) -> list[int]:
+    """Runs of accepted drafts on a text of easy stretches (a draft accepted with probability 0.9
+    after an accepted one) and hard ones (0.3), alternating step by step."""
+    easy, hard = geometric_runs(0.9, steps // 2), geometric_runs(0.3, steps // 2)
+    return [run for pair in zip(easy, hard[::-1], strict=True) for run in pair]
+
+
+def test_a_text_of_easy_and_hard_stretches_verifies_the_whole_block_where_it_pays():
+    """Acceptance after several accepted drafts is higher than at the first one when easy and hard
+    stretches mix: one acceptance probability for every position, measured at widths 4 and 8,
+    predicts too little from width 16 and stays at width 8, while per position the policy finds
+    that the whole block pays."""
+    seconds = {1: 0.010, 4: 0.011, 8: 0.012, 16: 0.0144}  # the whole block 1.2x width 8's time
+    runs = mixed_text_runs(200)
+
+    def tokens_per_second(width: int) -> float:
+        return sum(min(run, width - 1) + 1 for run in runs) / len(runs) / seconds[width]
+
+    assert max(WIDTHS, key=tokens_per_second) == 16
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS))
+    chosen = []
+    for run in itertools.islice(itertools.cycle(runs), 400):
+        width = policy.choose(1)
+        chosen.append(width)
+        observe(policy, 1, width, seconds[width], [min(run, width - 1)])
+    assert chosen[200:].count(16) > 150, chosen[200:]
+
+
+# Verify steps by tokens committed (index), the sixtieth SmolLM2 drafter's GSM8K replay at block 16
+# (100 prompts, `steps_per_commit` of its tau file): acceptance falls from 0.58 at the first draft.
+GSM8K_STEPS_PER_COMMIT = [0, 3722, 2426, 1394, 742, 358, 105, 21, 48, 12, 8, 4, 1, 0, 0, 0, 0]
+
+
+def test_per_position_acceptance_predicts_a_real_drafters_tokens_where_one_probability_does_not():
+    runs = [c - 1 for c, n in enumerate(GSM8K_STEPS_PER_COMMIT) for _ in range(n)]
+    runs = [runs[i * 7919 % len(runs)] for i in range(len(runs))]  # scattered: the counts decay
+    assert math.gcd(len(runs), 7919) == 1
+
+    def committed(width: int) -> float:
+        return sum(min(run, width - 1) + 1 for run in runs) / len(runs)
+
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS, accept_decay=0.9999))
+    for run in runs:  # what a policy verifying width 4 sees
+        observe(policy, 1, 4, 0.01, [min(run, 3)])
+    a = policy.accept_prob
+    one_probability = {k: (1 - a**k) / (1 - a) for k in (4, 8)}
+    assert policy.expected_tokens(4) == pytest.approx(committed(4), abs=0.005)
+    assert abs(one_probability[4] - committed(4)) > 0.015
+    assert abs(policy.expected_tokens(8) - committed(8)) < abs(one_probability[8] - committed(8)) - 0.02
 
 
 def test_after_a_run_of_rejections_plain_decoding_drafts_again_without_a_probe():

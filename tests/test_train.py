@@ -2168,6 +2168,11 @@ def test_tau_measurement_resumes_from_finished_batches(corpus, trained, tmp_path
     # No eos in the tiny target: 16 tokens per prompt, the first from the prefill, 15 from verify steps.
     assert first["prompts"] == 12 and first["complete"] and first["tokens"] == 12 * 15
     assert first["mean_tau"] == first["tokens"] / first["verify_steps"]
+    histogram = first["steps_per_commit"]
+    assert len(histogram) == drafter.block_size + 1 and histogram[0] == 0
+    assert sum(histogram) == first["verify_steps"]
+    assert sum(c * n for c, n in enumerate(histogram)) == first["tokens"]
+    assert len(first["draft_acceptance"]) == drafter.block_size - 1
     monkeypatch.setattr(
         acceptance, "spec_generate", lambda *a, **k: pytest.fail("a finished batch was rerun")
     )
@@ -2181,6 +2186,17 @@ def test_tau_measurement_resumes_from_finished_batches(corpus, trained, tmp_path
         acceptance.measure_tau(
             target, drafter, prompts, SamplingParams(max_new_tokens=16), 4, partial, {"s": 2}
         )
+
+
+def test_draft_acceptance_is_each_positions_share_of_the_steps_that_reached_it():
+    from sglang_dflash.train.acceptance import commit_histogram, draft_acceptance
+
+    # Steps committing 1, 1, 2, 3, 3, 4 tokens (0, 0, 1, 2, 2, 3 accepted drafts) in a block of 4.
+    histogram = commit_histogram([[1, 2, 3], [1, 3, 4]], 4)
+    assert histogram == [0, 2, 1, 2, 1]
+    # Draft 1: 4 of 6 steps; draft 2: 3 of those 4; draft 3: 1 of those 3.
+    assert draft_acceptance(histogram) == [round(4 / 6, 4), 0.75, round(1 / 3, 4)]
+    assert draft_acceptance([0, 3, 0, 0, 0]) == [0.0, None, None]
 
 
 def test_acceptance_curve_chains_warm_started_runs(tmp_path):

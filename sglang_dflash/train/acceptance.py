@@ -118,6 +118,7 @@ def measure_tau(
             "verify_steps": result.num_verify_steps,
             "finish_reasons": result.finish_reasons,
         }
+        entry["commits"] = commit_histogram(result.accept_lens, drafter.block_size)
         if isinstance(result, ReplayResult):
             entry["block_hits"] = [sum(h) for h in result.block_hits]
             entry["blocks"] = [len(h) for h in result.block_hits]
@@ -145,6 +146,10 @@ def measure_tau(
         "per_request_tokens": [n for d in done for n in d["tokens"]],
         "per_request_verify_steps": [n for d in done for n in d["verify_steps"]],
     }
+    if done and all("commits" in d for d in done):
+        histogram = [sum(column) for column in zip(*(d["commits"] for d in done), strict=True)]
+        summary["steps_per_commit"] = histogram
+        summary["draft_acceptance"] = draft_acceptance(histogram)
     if done and all("blocks" in d for d in done):
         # Correct drafts in a row per block over every anchor of the responses: the trainer's
         # held-out acceptance, measured on these prompts (compare it to see the data's domain gap).
@@ -152,6 +157,27 @@ def measure_tau(
             1, sum(sum(d["blocks"]) for d in done)
         )
     return summary
+
+
+def commit_histogram(accept_lens: Sequence[Sequence[int]], block_size: int) -> list[int]:
+    """Verify steps by the tokens they committed: entry ``c`` counts the steps that committed ``c``
+    (1 .. ``block_size``; entry 0 stays 0)."""
+    histogram = [0] * (block_size + 1)
+    for lens in accept_lens:
+        for committed in lens:
+            histogram[committed] += 1
+    return histogram
+
+
+def draft_acceptance(histogram: Sequence[int]) -> list[float | None]:
+    """Per block position ``d`` (1 .. block_size - 1): the share of steps that accepted draft ``d``
+    among those that accepted every draft before it (None where no step got there).  A constant
+    share is a geometric run of accepted drafts; the adaptive verify width estimates these.  A step
+    cut by the response's end counts as a rejection there (rare: one step per response at most)."""
+    at_least = [sum(histogram[c:]) for c in range(len(histogram))]
+    return [
+        round(at_least[d + 1] / at_least[d], 4) if at_least[d] else None for d in range(1, len(histogram) - 1)
+    ]
 
 
 def replay_walk(hits: Sequence[int]) -> list[int]:
