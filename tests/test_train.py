@@ -579,6 +579,7 @@ CODE_SOURCES = (
     "note-functions",
     "size-functions",
     "temperature-functions",
+    "distance-functions",
 )
 
 
@@ -1582,6 +1583,43 @@ def test_temperature_functions_are_every_combination_with_right_examples_and_dis
     header = "def list_degrees_celsius_freezing(temperatures: List"
     assert sentence in next(p for p in prompts if header in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("temperature-functions", prompts)
+
+
+def test_distance_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import distance_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(distance_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    units_seen = set()
+
+    # A distance read here independently of the source's code: its number, its unit and its metres.
+    def parse(distance: str) -> tuple[int, str, int]:
+        number, unit = re.fullmatch(r"([0-9]+)(km|mi)", distance).groups()
+        units_seen.add(unit)
+        return int(number), unit, int(number) * {"km": 1000, "mi": 1609}[unit]
+
+    for (distances,), result in _doctest_examples(prompts, "sum_numbers_in_km"):
+        assert 3 <= len(distances) <= 5 and len(set(distances)) == len(distances)
+        assert all(1 <= parse(d)[0] <= 300 for d in distances)
+        assert result == sum(parse(d)[0] for d in distances if d.endswith("km"))
+    for (distances,), result in _doctest_examples(prompts, "list_whole_miles_long"):
+        assert result == [parse(d)[2] // 1609 for d in distances if parse(d)[2] > 100_000]
+    for (distances,), result in _doctest_examples(prompts, "list_whole_km_short"):
+        assert result == [parse(d)[2] // 1000 for d in distances if parse(d)[2] < 10_000]
+    for (distances,), result in _doctest_examples(prompts, "sum_metres_round"):
+        assert result == sum(parse(d)[2] for d in distances if parse(d)[0] % 10 == 0)
+    for (distances,), result in _doctest_examples(prompts, "list_longer_odd"):
+        assert result == [f"{parse(d)[0] + 1}{parse(d)[1]}" for d in distances if parse(d)[0] % 2 == 1]
+    for (distances,), result in _doctest_examples(prompts, "joined_spaced_in_miles"):
+        assert result == ",".join(f"{parse(d)[0]} mi" for d in distances if d.endswith("mi"))
+    for (distances,), result in _doctest_examples(prompts, "list_upper_distances"):
+        assert result == [d.upper() for d in distances]
+    assert units_seen == {"km", "mi"}
+    assert any(_doctest_examples(prompts, "list_whole_km_short"))  # the short filter keeps some
+    sentence = "Return a list of the distances over 100 kilometres (a mile is 1609 metres) in whole miles"
+    assert sentence in next(p for p in prompts if "def list_whole_miles_long(distances: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("distance-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

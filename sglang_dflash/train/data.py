@@ -392,6 +392,15 @@ And a forty-second:
   temperature and a summary (``sum_numbers_in_celsius(temperatures)``), every combination once (364
   tasks).
 
+And a forty-third:
+
+- ``distance-functions``: the same shape over distances (``distances: List[str]``, a whole number
+  from 1 to 300 and a unit 'km' or 'mi', like ``"12km"``, a mile being 1609 metres): a filter (in
+  kilometres, in miles, over 100 km, under 10 km, a multiple of 10, odd, all), a change that makes a
+  number (the number alone, the distance in metres, in whole kilometres or whole miles, rounded
+  down) or a text (the unit alone, one unit longer, a space before the unit, upper case) of each kept
+  distance and a summary (``sum_numbers_in_km(distances)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -3176,6 +3185,80 @@ def temperature_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 311, parts, "temperatures", "List[str]", _temperature)
 
 
+# HumanEval-shaped tasks over distances (``distance-functions``: ``distances`` is a list of texts, a
+# whole number and a unit 'km' or 'mi' with no space, like "12km" or "7mi", a mile being 1609 metres);
+# a filter over the distances, a change that makes a number (the number alone, the distance in whole
+# metres, kilometres or miles) or a text (the unit alone, one unit longer, a space before the unit,
+# upper case) of each kept distance and a summary, composed as the list tasks are.
+def _distance_number(distance: str) -> int:
+    """The number before the unit: '12km' 12."""
+    return int(distance[:-2])
+
+
+def _distance_unit(distance: str) -> str:
+    """The unit after the number: '12km' 'km'."""
+    return distance[-2:]
+
+
+def _distance_metres(distance: str) -> int:
+    """The distance in metres, a mile being 1609 metres: '3mi' 4827."""
+    return _distance_number(distance) * (1000 if _distance_unit(distance) == "km" else 1609)
+
+
+# fmt: off
+_DISTANCE_FILTERS = (  # (name part, noun phrase, keep(distance))
+    ("in_km", "the distances in kilometres (a unit of 'km', like '12km')",
+     lambda d: _distance_unit(d) == "km"),
+    ("in_miles", "the distances in miles (a unit of 'mi', like '7mi')", lambda d: _distance_unit(d) == "mi"),
+    ("long", "the distances over 100 kilometres (a mile is 1609 metres)",
+     lambda d: _distance_metres(d) > 100_000),
+    ("short", "the distances under 10 kilometres (a mile is 1609 metres)",
+     lambda d: _distance_metres(d) < 10_000),
+    ("round", "the distances whose number is a multiple of 10 (like '40mi')",
+     lambda d: _distance_number(d) % 10 == 0),
+    ("odd", "the distances whose number is odd (like '7mi')", lambda d: _distance_number(d) % 2 == 1),
+    ("distances", "all the distances", lambda d: True),
+)
+_DISTANCE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, distance -> number)
+    ("numbers", "the numbers (each distance without its unit: '12km' 12) of {}", _distance_number),
+    ("metres", "{} in metres (1 km is 1000 metres, 1 mi 1609: '3mi' 4827)", _distance_metres),
+    ("whole_km", "{} in whole kilometres, rounded down ('3mi' 4, '12km' 12)",
+     lambda d: _distance_metres(d) // 1000),
+    ("whole_miles", "{} in whole miles, rounded down ('12km' 7, '7mi' 7)",
+     lambda d: _distance_metres(d) // 1609),
+)
+_DISTANCE_CHANGES = (  # (name part, phrase, distance -> text)
+    ("units", "the units of {} ('12km' becomes 'km')", _distance_unit),
+    ("longer", "{} one unit longer in the same unit ('12km' becomes '13km')",
+     lambda d: f"{_distance_number(d) + 1}{_distance_unit(d)}"),
+    ("spaced", "{} with a space before the unit ('12km' becomes '12 km')",
+     lambda d: f"{_distance_number(d)} {_distance_unit(d)}"),
+    ("upper", "{} in upper case ('12km' becomes '12KM')", str.upper),
+)
+# fmt: on
+
+
+def _distance(rng: random.Random) -> str:
+    """One distance: 1 to 300 kilometres or miles, short ones (under 10) a quarter of the time and
+    multiples of 10 a fifth, so that every filter keeps some."""
+    roll = rng.random()
+    if roll < 0.25:
+        number = rng.randint(1, 9)
+    elif roll < 0.45:
+        number = 10 * rng.randint(1, 30)
+    else:
+        number = rng.randint(1, 300)
+    return f"{number}{rng.choice(('km', 'mi'))}"
+
+
+def distance_function_prompts(seed: int = 0) -> list[str]:
+    """Every distance filter x change x summary task over ``distances: List[str]``, with 2-3 examples
+    each: the number changes with the number summaries, the text changes with the word summaries
+    (joined by commas)."""
+    parts = (_DISTANCE_FILTERS, _DISTANCE_NUMBER_CHANGES, _DISTANCE_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 313, parts, "distances", "List[str]", _distance)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -5754,6 +5837,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "size-functions": size_function_prompts,
     "party-problems": lambda seed: party_problems(1000, seed),
     "temperature-functions": temperature_function_prompts,
+    "distance-functions": distance_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
