@@ -116,6 +116,27 @@ def test_group_profile_counts_the_steps_each_verify_width_ran_in_the_group():
     assert "widths" not in profile_delta(None, {"steps": 2, "totals_ms": {}})  # an older profile
 
 
+def test_group_profile_gives_each_verify_widths_mean_step_time_in_the_group():
+    # Width 1: 2 steps of 40 ms before, 6 steps averaging 45 ms after: the group's 4 took 47.5 ms each.
+    before = {
+        "steps": 3,
+        "totals_ms": {},
+        "widths": {"1": {"steps": 2, "step_ms": 40.0}, "4": {"steps": 1, "step_ms": 60.0}},
+    }
+    after = {
+        "steps": 9,
+        "totals_ms": {},
+        "widths": {
+            "1": {"steps": 6, "step_ms": 45.0},
+            "4": {"steps": 1, "step_ms": 60.0},
+            "8": {"steps": 2, "step_ms": 70.0},
+        },
+    }
+    assert profile_delta(before, after)["width_ms"] == "1:47.5 8:70.0"
+    older = {"steps": 2, "totals_ms": {}, "widths": {"4": {"steps": 2}}}  # counts without times
+    assert "width_ms" not in profile_delta(None, older)
+
+
 def test_report_gives_step_cost_and_the_phase_table():
     def group(mode, tokens, steps, wall, profile=None):
         samples = [
@@ -141,7 +162,17 @@ def test_report_gives_step_cost_and_the_phase_table():
         "modes": [
             group("baseline", 48, 0, 4.0),
             group(
-                "dflash", 48, 24, 8.0, {"step_ms": 300.0, "draft_ms": 50.0, "steps": 24, "widths": "16:24"}
+                "dflash",
+                48,
+                24,
+                8.0,
+                {
+                    "step_ms": 300.0,
+                    "draft_ms": 50.0,
+                    "steps": 24,
+                    "widths": "16:24",
+                    "width_ms": "16:300.0",
+                },
             ),
         ],
     }
@@ -150,7 +181,9 @@ def test_report_gives_step_cost_and_the_phase_table():
     assert rows["dflash"]["step_cost"] == 4.0  # tau 2 at half the throughput: 4 plain steps
     assert rows["baseline"]["step_cost"] is None
     table = phase_table(list(rows.values()))
-    assert "| d | 1 | dflash | 2.00 | 0.50 | 4.00 | 24 | 16:24 | - | 300.0 |" in table  # no graphs on CPU
+    assert (
+        "| d | 1 | dflash | 2.00 | 0.50 | 4.00 | 24 | 16:24 | 16:300.0 | - | 300.0 |" in table
+    )  # no graphs on CPU
     assert "baseline" not in table
     assert step_cost(1.5, float("nan")) is None
 

@@ -168,6 +168,7 @@ def profile_delta(before: dict | None, after: dict | None) -> dict | None:
     means = {name: (total - prev_totals.get(name, 0.0)) / steps for name, total in after["totals_ms"].items()}
     tallies = {
         "widths": format_width_steps(before, after),
+        "width_ms": format_width_ms(before, after),
         "graphs": format_graph_steps(before, after, steps),
     }
     return {**means, "steps": steps, **{name: text for name, text in tallies.items() if text}}
@@ -192,6 +193,23 @@ def format_width_steps(before: dict | None, after: dict) -> str:
         steps = tally["steps"] - prev.get(width, {}).get("steps", 0)
         if steps > 0:
             pairs.append(f"{width}:{steps}")
+    return " ".join(pairs)
+
+
+def format_width_ms(before: dict | None, after: dict) -> str:
+    """The mean step time of each verify width between two reads of a profile, as ``"width:ms"``
+    pairs (``"1:41.2 4:55.0"``: what each width cost the group); empty where the profile has no
+    per-width times."""
+    prev = (before or {}).get("widths", {})
+    pairs = []
+    for width, tally in after.get("widths", {}).items():
+        if "step_ms" not in tally:
+            continue
+        earlier = prev.get(width, {})
+        steps = tally["steps"] - earlier.get("steps", 0)
+        if steps > 0:
+            total = tally["steps"] * tally["step_ms"] - earlier.get("steps", 0) * earlier.get("step_ms", 0.0)
+            pairs.append(f"{width}:{total / steps:.1f}")
     return " ".join(pairs)
 
 

@@ -45,6 +45,7 @@ def summarize(raw: dict) -> list[dict]:
                 row[name] = profile.get(name)
             row["profiled_steps"] = profile.get("steps")
             row["widths"] = profile.get("widths")
+            row["width_ms"] = profile.get("width_ms")
             row["graphs"] = profile.get("graphs")
             row["step_cost"] = step_cost(row.get("tau"), row["speedup"])
             rows.append(row)
@@ -109,6 +110,7 @@ PHASE_COLUMNS = [
     ("step_cost", 2),
     ("profiled_steps", 0),
     ("widths", 0),  # steps per verify width, "width:steps"
+    ("width_ms", 0),  # mean step time per verify width, "width:ms"
     ("graphs", 0),  # GPU: steps whose draft / verify pass replayed a CUDA graph, "draft n/N verify n/N"
     *((name, 1) for name in PHASE_NAMES),
 ]
