@@ -193,22 +193,6 @@ class VerifyWidthPolicy:
         # The last step's (bs, width, start) until the next step starts (None after a prefill).
         self.open_step: tuple[int, int, float] | None = None
 
-    @property
-    def accepted(self) -> float:
-        """Decayed count of accepted drafts."""
-        return sum(self.passed)
-
-    @property
-    def rejected(self) -> float:
-        """Decayed count of rejections (a request that stopped before its step's last draft)."""
-        return sum(self.reached) - sum(self.passed)
-
-    @property
-    def accept_prob(self) -> float:
-        """One acceptance probability for every position (pooled): what a geometric run would use."""
-        s = self.accepted + self.config.prior_accepted
-        return s / (s + self.rejected + self.config.prior_rejected)
-
     def draft_acceptance(self) -> list[float]:
         """``h_d`` for d = 1 .. widest - 1: draft d's acceptance given that every draft before it was
         accepted, each position's counts shrunk toward the estimate of the position before it."""

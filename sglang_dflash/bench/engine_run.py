@@ -184,33 +184,36 @@ def format_graph_steps(before: dict | None, after: dict, steps: int) -> str:
     return " ".join(f"{name} {count - prev.get(name, 0)}/{steps}" for name, count in counts)
 
 
+def width_deltas(before: dict | None, after: dict) -> list[tuple[str, int, float | None]]:
+    """Per verify width that ran between two reads of a profile: (width, steps, mean step ms over
+    those steps, or None where the profile keeps counts without times)."""
+    prev = (before or {}).get("widths", {})
+    deltas = []
+    for width, tally in after.get("widths", {}).items():
+        earlier = prev.get(width, {})
+        steps = tally["steps"] - earlier.get("steps", 0)
+        if steps <= 0:
+            continue
+        mean_ms = None
+        if "step_ms" in tally:
+            total = tally["steps"] * tally["step_ms"] - earlier.get("steps", 0) * earlier.get("step_ms", 0.0)
+            mean_ms = total / steps
+        deltas.append((width, steps, mean_ms))
+    return deltas
+
+
 def format_width_steps(before: dict | None, after: dict) -> str:
     """The steps each verify width ran between two reads of a profile, as ``"width:steps"`` pairs
     (``"1:37 4:14"``: what an adaptive policy chose); empty where the profile has no widths."""
-    prev = (before or {}).get("widths", {})
-    pairs = []
-    for width, tally in after.get("widths", {}).items():
-        steps = tally["steps"] - prev.get(width, {}).get("steps", 0)
-        if steps > 0:
-            pairs.append(f"{width}:{steps}")
-    return " ".join(pairs)
+    return " ".join(f"{width}:{steps}" for width, steps, _ in width_deltas(before, after))
 
 
 def format_width_ms(before: dict | None, after: dict) -> str:
     """The mean step time of each verify width between two reads of a profile, as ``"width:ms"``
     pairs (``"1:41.2 4:55.0"``: what each width cost the group); empty where the profile has no
     per-width times."""
-    prev = (before or {}).get("widths", {})
-    pairs = []
-    for width, tally in after.get("widths", {}).items():
-        if "step_ms" not in tally:
-            continue
-        earlier = prev.get(width, {})
-        steps = tally["steps"] - earlier.get("steps", 0)
-        if steps > 0:
-            total = tally["steps"] * tally["step_ms"] - earlier.get("steps", 0) * earlier.get("step_ms", 0.0)
-            pairs.append(f"{width}:{total / steps:.1f}")
-    return " ".join(pairs)
+    deltas = width_deltas(before, after)
+    return " ".join(f"{width}:{ms:.1f}" for width, _, ms in deltas if ms is not None)
 
 
 def main(config_path: str, result_path: str) -> None:

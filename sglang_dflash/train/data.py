@@ -3041,11 +3041,15 @@ def _size_unit(size: str) -> str:
 
 
 def _number_and_unit_changes(
-    example: str, number_of: Callable[[str], int], unit_of: Callable[[str], str], second: tuple
+    example: str,
+    number_of: Callable[[str], int],
+    unit_of: Callable[[str], str],
+    second: tuple,
+    case: Callable[[str], str] = str.lower,
 ) -> tuple:
     """The text changes of an item written as a number and a unit ('640KB', '-4C'): its unit alone,
-    ``second`` (the source's own change), a space before the unit and lower case, each phrased with
-    ``example``."""
+    ``second`` (the source's own change), a space before the unit and ``case`` (``str.lower`` or,
+    for units already in lower case like 'km', ``str.upper``), each phrased with ``example``."""
     number, unit = number_of(example), unit_of(example)
     return (
         ("units", f"the units of {{}} ('{example}' becomes '{unit}')", unit_of),
@@ -3055,7 +3059,7 @@ def _number_and_unit_changes(
             f"{{}} with a space before the unit ('{example}' becomes '{number} {unit}')",
             lambda item: f"{number_of(item)} {unit_of(item)}",
         ),
-        ("lower", f"{{}} in lower case ('{example}' becomes '{example.lower()}')", str.lower),
+        (case.__name__, f"{{}} in {case.__name__} case ('{example}' becomes '{case(example)}')", case),
     )
 
 
@@ -3227,13 +3231,11 @@ _DISTANCE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phra
     ("whole_miles", "{} in whole miles, rounded down ('12km' 7, '7mi' 7)",
      lambda d: _distance_metres(d) // 1609),
 )
-_DISTANCE_CHANGES = (  # (name part, phrase, distance -> text)
-    ("units", "the units of {} ('12km' becomes 'km')", _distance_unit),
+_DISTANCE_CHANGES = _number_and_unit_changes(  # (name part, phrase, distance -> text)
+    "12km", _distance_number, _distance_unit,
     ("longer", "{} one unit longer in the same unit ('12km' becomes '13km')",
      lambda d: f"{_distance_number(d) + 1}{_distance_unit(d)}"),
-    ("spaced", "{} with a space before the unit ('12km' becomes '12 km')",
-     lambda d: f"{_distance_number(d)} {_distance_unit(d)}"),
-    ("upper", "{} in upper case ('12km' becomes '12KM')", str.upper),
+    case=str.upper,
 )
 # fmt: on
 

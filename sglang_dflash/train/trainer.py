@@ -749,6 +749,12 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
     if start_step == 0 and os.path.exists(log_path):
         os.remove(log_path)
 
+    evaluates = heldout is not None and bool(config.eval_every)
+    # Until --schedule-minutes has sized the schedule (None once it has, or without the flag).
+    pacer = None
+    if not schedule_fitted:
+        pacer = SchedulePacer(60 * config.schedule_minutes, config.eval_every if evaluates else 0)
+
     def save_checkpoint(steps_done: int) -> None:
         _save_checkpoint(
             ckpt_path,
@@ -759,15 +765,11 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
             earlier_seconds + time.time() - started,
             config,
             len(batches.records),
-            schedule_fitted,
+            pacer is None,
         )
 
     history: list[dict] = []
     stopped_at = None
-    evaluates = heldout is not None and bool(config.eval_every)
-    pacer = None
-    if not schedule_fitted:
-        pacer = SchedulePacer(60 * config.schedule_minutes, config.eval_every if evaluates else 0)
 
     def heldout_row() -> dict:
         eval_started = time.time()
@@ -826,7 +828,7 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
                 f"train: --schedule-minutes {config.schedule_minutes}: {pacer.step_s:.2f} s a step, "
                 f"so the schedule runs {fitted} steps"
             )
-            config, schedule_fitted, pacer = dataclasses.replace(config, steps=fitted), True, None
+            config, pacer = dataclasses.replace(config, steps=fitted), None
             bar.total = fitted
         out_of_time = config.max_minutes is not None and time.time() - started > 60 * config.max_minutes
         if out_of_time and step < config.steps - 1:
