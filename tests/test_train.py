@@ -580,6 +580,7 @@ CODE_SOURCES = (
     "size-functions",
     "temperature-functions",
     "distance-functions",
+    "percent-functions",
 )
 
 
@@ -1616,10 +1617,42 @@ def test_distance_functions_are_every_combination_with_right_examples_and_disjoi
     for (distances,), result in _doctest_examples(prompts, "list_upper_distances"):
         assert result == [d.upper() for d in distances]
     assert units_seen == {"km", "mi"}
-    assert any(_doctest_examples(prompts, "list_whole_km_short"))  # the short filter keeps some
+    assert any(result for _, result in _doctest_examples(prompts, "list_whole_km_short"))  # keeps some
     sentence = "Return a list of the distances over 100 kilometres (a mile is 1609 metres) in whole miles"
     assert sentence in next(p for p in prompts if "def list_whole_miles_long(distances: List" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("distance-functions", prompts)
+
+
+def test_percent_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import percent_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(percent_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    # A percentage read here independently of the source's code: its number.
+    def number(percent: str) -> int:
+        return int(re.fullmatch(r"([0-9]+)%", percent).group(1))
+
+    for (percents,), result in _doctest_examples(prompts, "sum_numbers_high"):
+        assert 3 <= len(percents) <= 5 and len(set(percents)) == len(percents)
+        assert all(0 <= number(p) <= 100 for p in percents)
+        assert result == sum(number(p) for p in percents if number(p) > 50)
+    for (percents,), result in _doctest_examples(prompts, "list_rests_passing"):
+        assert result == [100 - number(p) for p in percents if number(p) >= 60]
+    for (percents,), result in _doctest_examples(prompts, "list_tenths_odd"):
+        assert result == [number(p) // 10 for p in percents if number(p) % 2 == 1]
+    for (percents,), result in _doctest_examples(prompts, "sum_of_200_quarters"):
+        assert result == sum(2 * number(p) for p in percents if number(p) % 25 == 0)
+    for (percents,), result in _doctest_examples(prompts, "list_decimals_percents"):
+        assert result == [f"{number(p) // 100}.{number(p) % 100:02d}" for p in percents]
+    for (percents,), result in _doctest_examples(prompts, "joined_spelled_round"):
+        assert result == ",".join(f"{number(p)} percent" for p in percents if number(p) % 10 == 0)
+    for (percents,), result in _doctest_examples(prompts, "list_rest_percents_low"):
+        assert result == [f"{100 - number(p)}%" for p in percents if number(p) < 10]
+    assert any(result for _, result in _doctest_examples(prompts, "list_numbers_quarters"))  # keeps some
+    sentence = "Return a list of the rest to 100 of each of the percentages of at least 60 (like '60%')"
+    assert sentence in next(p for p in prompts if "def list_rests_passing(percents: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("percent-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

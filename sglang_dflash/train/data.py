@@ -401,6 +401,15 @@ And a forty-third:
   down) or a text (the unit alone, one unit longer, a space before the unit, upper case) of each kept
   distance and a summary (``sum_numbers_in_km(distances)``), every combination once (364 tasks).
 
+And a forty-fourth:
+
+- ``percent-functions``: the same shape over percentages (``percents: List[str]``, a whole number
+  from 0 to 100 and a percent sign, like ``"45%"``): a filter (over 50, under 10, at least 60, a
+  multiple of 10, a multiple of 25, odd, all), a change that makes a number (the number alone, the
+  rest to 100, the share of 200, whole tenths rounded down) or a text (a decimal with two places,
+  the word 'percent', one point higher, the rest to 100) of each kept percentage and a summary
+  (``sum_numbers_high(percents)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -3261,6 +3270,69 @@ def distance_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 313, parts, "distances", "List[str]", _distance)
 
 
+# HumanEval-shaped tasks over percentages (``percent-functions``: ``percents`` is a list of texts, a
+# whole number from 0 to 100 and a percent sign, like "45%"); a filter over the percentages, a change
+# that makes a number (the number alone, the rest to 100, the share of 200, whole tenths) or a text (a
+# decimal, the word 'percent', one point higher, the rest to 100) of each kept percentage and a
+# summary, composed as the list tasks are.
+def _percent_number(percent: str) -> int:
+    """The number before the percent sign: '45%' 45."""
+    return int(percent[:-1])
+
+
+# fmt: off
+_PERCENT_FILTERS = (  # (name part, noun phrase, keep(percent))
+    ("high", "the percentages over 50 (like '75%')", lambda p: _percent_number(p) > 50),
+    ("low", "the percentages under 10 (like '5%')", lambda p: _percent_number(p) < 10),
+    ("passing", "the percentages of at least 60 (like '60%')", lambda p: _percent_number(p) >= 60),
+    ("round", "the percentages whose number is a multiple of 10 (like '40%')",
+     lambda p: _percent_number(p) % 10 == 0),
+    ("quarters", "the percentages whose number is a multiple of 25 (like '75%')",
+     lambda p: _percent_number(p) % 25 == 0),
+    ("odd", "the percentages whose number is odd (like '7%')", lambda p: _percent_number(p) % 2 == 1),
+    ("percents", "all the percentages", lambda p: True),
+)
+_PERCENT_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, percent -> number)
+    ("numbers", "the numbers (each percentage without its sign: '45%' 45) of {}", _percent_number),
+    ("rests", "the rest to 100 of each of {} ('45%' 55)", lambda p: 100 - _percent_number(p)),
+    ("of_200", "{} taken of 200 ('45%' 90, '5%' 10)", lambda p: 2 * _percent_number(p)),
+    ("tenths", "{} in whole tenths, rounded down ('45%' 4, '100%' 10)", lambda p: _percent_number(p) // 10),
+)
+_PERCENT_CHANGES = (  # (name part, phrase, percent -> text)
+    ("decimals", "{} as decimals with two places ('45%' becomes '0.45', '100%' '1.00')",
+     lambda p: f"{_percent_number(p) / 100:.2f}"),
+    ("spelled", "{} with the word percent ('45%' becomes '45 percent')",
+     lambda p: f"{_percent_number(p)} percent"),
+    ("higher", "{} one point higher ('45%' becomes '46%')", lambda p: f"{_percent_number(p) + 1}%"),
+    ("rest_percents", "the rest to 100 of each of {} ('45%' becomes '55%')",
+     lambda p: f"{100 - _percent_number(p)}%"),
+)
+# fmt: on
+
+
+def _percent(rng: random.Random) -> str:
+    """One percentage from 0% to 100%: under 10 a fifth of the time, a multiple of 25 or of 10 a third,
+    so that every filter keeps some."""
+    roll = rng.random()
+    if roll < 0.2:
+        number = rng.randint(0, 9)
+    elif roll < 0.35:
+        number = 25 * rng.randint(0, 4)
+    elif roll < 0.55:
+        number = 10 * rng.randint(0, 10)
+    else:
+        number = rng.randint(0, 100)
+    return f"{number}%"
+
+
+def percent_function_prompts(seed: int = 0) -> list[str]:
+    """Every percentage filter x change x summary task over ``percents: List[str]``, with 2-3 examples
+    each: the number changes with the number summaries, the text changes with the word summaries
+    (joined by commas)."""
+    parts = (_PERCENT_FILTERS, _PERCENT_NUMBER_CHANGES, _PERCENT_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 317, parts, "percents", "List[str]", _percent)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -5840,6 +5912,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "party-problems": lambda seed: party_problems(1000, seed),
     "temperature-functions": temperature_function_prompts,
     "distance-functions": distance_function_prompts,
+    "percent-functions": percent_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
