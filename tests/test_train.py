@@ -581,6 +581,7 @@ CODE_SOURCES = (
     "temperature-functions",
     "distance-functions",
     "percent-functions",
+    "seat-functions",
 )
 
 
@@ -1653,6 +1654,44 @@ def test_percent_functions_are_every_combination_with_right_examples_and_disjoin
     sentence = "Return a list of the rest to 100 of each of the percentages of at least 60 (like '60%')"
     assert sentence in next(p for p in prompts if "def list_rests_passing(percents: List" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("percent-functions", prompts)
+
+
+def test_seat_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import seat_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(seat_function_prompts, 7 * (4 * 9 + 4 * 4))
+    letters_seen = set()
+
+    # A seat read here independently of the source's code: its row and its letter.
+    def parse(seat: str) -> tuple[int, str]:
+        row, letter = re.fullmatch(r"([0-9]+)([A-F])", seat).groups()
+        letters_seen.add(letter)
+        return int(row), letter
+
+    for (seats,), result in _doctest_examples(prompts, "sum_rows_window"):
+        assert 3 <= len(seats) <= 5 and len(set(seats)) == len(seats)
+        assert all(1 <= parse(s)[0] <= 40 for s in seats)
+        assert result == sum(parse(s)[0] for s in seats if parse(s)[1] in ("A", "F"))
+    for (seats,), result in _doctest_examples(prompts, "list_numbers_aisle"):
+        assert result == [
+            6 * (parse(s)[0] - 1) + " ABCDEF".index(parse(s)[1]) for s in seats if parse(s)[1] in "CD"
+        ]
+    for (seats,), result in _doctest_examples(prompts, "list_places_middle"):
+        assert result == [" ABCDEF".index(parse(s)[1]) for s in seats if parse(s)[1] in "BE"]
+    for (seats,), result in _doctest_examples(prompts, "sum_rows_behind_back"):
+        assert result == sum(40 - parse(s)[0] for s in seats if parse(s)[0] > 30)
+    for (seats,), result in _doctest_examples(prompts, "list_one_back_front"):
+        assert result == [f"{parse(s)[0] + 1}{parse(s)[1]}" for s in seats if parse(s)[0] < 10]
+    for (seats,), result in _doctest_examples(prompts, "joined_dashed_even_rows"):
+        assert result == ",".join(f"{parse(s)[0]}-{parse(s)[1]}" for s in seats if parse(s)[0] % 2 == 0)
+    for (seats,), result in _doctest_examples(prompts, "list_lower_seats"):
+        assert result == [s.lower() for s in seats]
+    assert letters_seen == set("ABCDEF")
+    assert any(result for _, result in _doctest_examples(prompts, "list_rows_back"))  # keeps some
+    sentence = "Return a list of the rows behind each of the seats in rows over 30 in a 40-row cabin"
+    assert sentence in next(p for p in prompts if "def list_rows_behind_back(seats: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("seat-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

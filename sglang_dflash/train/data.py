@@ -410,6 +410,16 @@ And a forty-fourth:
   the word 'percent', one point higher, the rest to 100) of each kept percentage and a summary
   (``sum_numbers_high(percents)``), every combination once (364 tasks).
 
+And a forty-fifth:
+
+- ``seat-functions``: the same shape over airplane seats (``seats: List[str]``, a row from 1 to 40
+  and a letter from 'A' to 'F', like ``"12C"``): a filter (window seats A and F, aisle seats C and
+  D, middle seats B and E, rows under 10, rows over 30, even rows, all), a change that makes a
+  number (the row, the letter's place in the row, the seat's number counted from the front, the
+  rows behind it in a 40-row cabin) or a text (the letter alone, the same seat one row back, lower
+  case, a dash between row and letter) of each kept seat and a summary
+  (``sum_rows_window(seats)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -3333,6 +3343,69 @@ def percent_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 317, parts, "percents", "List[str]", _percent)
 
 
+# HumanEval-shaped tasks over airplane seats (``seat-functions``: ``seats`` is a list of texts, a row
+# from 1 to 40 and a seat letter from 'A' to 'F', like "12C"); a filter over the seats, a change that
+# makes a number (the row, the letter's place, the seat's number from the front, the rows behind it) or
+# a text (the letter, one row back, lower case, a dash) of each kept seat and a summary, composed as the
+# list tasks are.
+def _seat_row(seat: str) -> int:
+    """The row before the letter: '12C' 12."""
+    return int(seat[:-1])
+
+
+def _seat_place(seat: str) -> int:
+    """The letter's place in its row, 'A' being 1: '12C' 3."""
+    return "ABCDEF".index(seat[-1]) + 1
+
+
+# fmt: off
+_SEAT_FILTERS = (  # (name part, noun phrase, keep(seat))
+    ("window", "the window seats (letter 'A' or 'F')", lambda s: s[-1] in "AF"),
+    ("aisle", "the aisle seats (letter 'C' or 'D')", lambda s: s[-1] in "CD"),
+    ("middle", "the middle seats (letter 'B' or 'E')", lambda s: s[-1] in "BE"),
+    ("front", "the seats in rows under 10", lambda s: _seat_row(s) < 10),
+    ("back", "the seats in rows over 30", lambda s: _seat_row(s) > 30),
+    ("even_rows", "the seats in even rows (like '12C')", lambda s: _seat_row(s) % 2 == 0),
+    ("seats", "all the seats", lambda s: True),
+)
+_SEAT_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, seat -> number)
+    ("rows", "the rows (each seat without its letter: '12C' 12) of {}", _seat_row),
+    ("places", "the places in their row of {} ('A' is 1, 'F' 6: '12C' 3)", _seat_place),
+    ("numbers", "the seat numbers counted from the front, six to a row, of {} ('1A' 1, '2C' 9)",
+     lambda s: 6 * (_seat_row(s) - 1) + _seat_place(s)),
+    ("rows_behind", "the rows behind each of {} in a 40-row cabin ('12C' 28)", lambda s: 40 - _seat_row(s)),
+)
+_SEAT_CHANGES = (  # (name part, phrase, seat -> text)
+    ("letters", "the letters of {} ('12C' becomes 'C')", lambda s: s[-1]),
+    ("one_back", "{} one row further back ('12C' becomes '13C')", lambda s: f"{_seat_row(s) + 1}{s[-1]}"),
+    ("lower", "{} in lower case ('12C' becomes '12c')", str.lower),
+    ("dashed", "{} with a dash between row and letter ('12C' becomes '12-C')",
+     lambda s: f"{_seat_row(s)}-{s[-1]}"),
+)
+# fmt: on
+
+
+def _seat(rng: random.Random) -> str:
+    """One seat: rows under 10 and over 30 about a quarter of the time each, so that every filter
+    keeps some."""
+    roll = rng.random()
+    if roll < 0.25:
+        row = rng.randint(1, 9)
+    elif roll < 0.5:
+        row = rng.randint(31, 40)
+    else:
+        row = rng.randint(1, 40)
+    return f"{row}{rng.choice('ABCDEF')}"
+
+
+def seat_function_prompts(seed: int = 0) -> list[str]:
+    """Every seat filter x change x summary task over ``seats: List[str]``, with 2-3 examples each: the
+    number changes with the number summaries, the text changes with the word summaries (joined by
+    commas)."""
+    parts = (_SEAT_FILTERS, _SEAT_NUMBER_CHANGES, _SEAT_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 331, parts, "seats", "List[str]", _seat)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -5913,6 +5986,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "temperature-functions": temperature_function_prompts,
     "distance-functions": distance_function_prompts,
     "percent-functions": percent_function_prompts,
+    "seat-functions": seat_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
