@@ -582,6 +582,7 @@ CODE_SOURCES = (
     "distance-functions",
     "percent-functions",
     "seat-functions",
+    "ingredient-functions",
 )
 
 
@@ -1692,6 +1693,53 @@ def test_seat_functions_are_every_combination_with_right_examples_and_disjoint_f
     sentence = "Return a list of the rows behind each of the seats in rows over 30 in a 40-row cabin"
     assert sentence in next(p for p in prompts if "def list_rows_behind_back(seats: List" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("seat-functions", prompts)
+
+
+def test_ingredient_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import ingredient_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(ingredient_function_prompts, 7 * (4 * 9 + 4 * 4))
+    units_seen = set()
+
+    # A recipe line read here independently of the source's code: quantity, unit as written, name.
+    def parse(line: str) -> tuple[int, str, str]:
+        quantity, unit, name = re.fullmatch(r"([0-9]+) (cups?|tbsp|tsp) ([a-z]+)", line).groups()
+        assert (unit == "cup") == (unit.startswith("cup") and quantity == "1")  # 'cups' past one
+        units_seen.add(unit)
+        return int(quantity), unit, name
+
+    def teaspoons(line: str) -> int:
+        quantity, unit, _ = parse(line)
+        return quantity * {"cup": 48, "cups": 48, "tbsp": 3, "tsp": 1}[unit]
+
+    for (lines,), result in _doctest_examples(prompts, "sum_quantities_ingredients"):
+        assert 3 <= len(lines) <= 5 and len(set(lines)) == len(lines)
+        assert all(1 <= parse(i)[0] <= 12 for i in lines)
+        assert result == sum(parse(i)[0] for i in lines)
+    for (lines,), result in _doctest_examples(prompts, "list_teaspoons_spoons"):
+        assert result == [teaspoons(i) for i in lines if parse(i)[1] in ("tbsp", "tsp")]
+    for (lines,), result in _doctest_examples(prompts, "list_teaspoons_cups"):
+        assert result == [teaspoons(i) for i in lines if parse(i)[1].startswith("cup")]
+    for (lines,), result in _doctest_examples(prompts, "sum_name_lengths_sweet"):
+        assert result == sum(len(parse(i)[2]) for i in lines if parse(i)[2] in ("sugar", "honey", "cocoa"))
+    for (lines,), result in _doctest_examples(prompts, "list_doubled_large"):
+        assert result == [2 * parse(i)[0] for i in lines if parse(i)[0] > 4]
+    for (lines,), result in _doctest_examples(prompts, "list_double_single"):
+        expected = [
+            f"2 {'cups' if parse(i)[1] == 'cup' else parse(i)[1]} {parse(i)[2]}"
+            for i in lines
+            if parse(i)[0] == 1
+        ]
+        assert result == expected
+    for (lines,), result in _doctest_examples(prompts, "joined_units_even"):
+        assert result == ",".join(parse(i)[1] for i in lines if parse(i)[0] % 2 == 0)
+    for (lines,), result in _doctest_examples(prompts, "list_upper_ingredients"):
+        assert result == [i.upper() for i in lines]
+    assert units_seen == {"cup", "cups", "tbsp", "tsp"}
+    sentence = "Return a list of the sweet lines (sugar, honey or cocoa) in teaspoons (a cup is 48, a tbsp 3"
+    assert sentence in next(p for p in prompts if "def list_teaspoons_sweet(ingredients: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("ingredient-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

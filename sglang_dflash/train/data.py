@@ -420,6 +420,16 @@ And a forty-fifth:
   case, a dash between row and letter) of each kept seat and a summary
   (``sum_rows_window(seats)``), every combination once (364 tasks).
 
+And a forty-sixth:
+
+- ``ingredient-functions``: the same shape over recipe lines (``ingredients: List[str]``, a whole
+  quantity from 1 to 12, a unit 'cup' (plural 'cups'), 'tbsp' or 'tsp' and an ingredient, like
+  ``"2 cups flour"``): a filter (in cups, in spoons, over 4, a quantity of 1, sweet ones, even
+  quantities, all), a change that makes a number (the quantity, twice it, the amount in teaspoons,
+  the letters of the ingredient's name) or a text (the ingredient alone, the quantity doubled, the
+  unit alone, upper case) of each kept line and a summary
+  (``sum_quantities_cups(ingredients)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -3406,6 +3416,75 @@ def seat_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 331, parts, "seats", "List[str]", _seat)
 
 
+# HumanEval-shaped tasks over recipe lines (``ingredient-functions``: ``ingredients`` is a list of
+# texts, a whole quantity, a unit 'cup' or 'cups', 'tbsp' or 'tsp' and one word naming the
+# ingredient, like "2 cups flour"); a filter over the lines, a change that makes a number (the
+# quantity, twice it, teaspoons, the name's letters) or a text (the name, the quantity doubled, the
+# unit, upper case) of each kept line and a summary, composed as the list tasks are.
+_INGREDIENT_NAMES = ("flour", "sugar", "salt", "butter", "milk", "rice", "oats", "honey", "water", "cocoa")
+_SWEET_INGREDIENTS = ("sugar", "honey", "cocoa")
+_TEASPOONS = {"cup": 48, "tbsp": 3, "tsp": 1}  # a cup is 16 tablespoons, a tablespoon 3 teaspoons
+
+
+def _ingredient_parts(line: str) -> tuple[int, str, str]:
+    """The quantity, the unit ('cups' read as 'cup') and the name: '2 cups flour' (2, 'cup', 'flour')."""
+    quantity, unit, name = line.split(" ")
+    return int(quantity), unit.removesuffix("s") if unit.startswith("cup") else unit, name
+
+
+def _ingredient_line(quantity: int, unit: str, name: str) -> str:
+    """A recipe line, 'cup' plural past one: (2, 'cup', 'flour') '2 cups flour'."""
+    return f"{quantity} {unit}{'s' if unit == 'cup' and quantity != 1 else ''} {name}"
+
+
+def _doubled_ingredient(line: str) -> str:
+    """The line with twice the quantity: '1 cup milk' '2 cups milk'."""
+    quantity, unit, name = _ingredient_parts(line)
+    return _ingredient_line(2 * quantity, unit, name)
+
+
+# fmt: off
+_INGREDIENT_FILTERS = (  # (name part, noun phrase, keep(line))
+    ("cups", "the lines measured in cups", lambda i: _ingredient_parts(i)[1] == "cup"),
+    ("spoons", "the lines measured in spoons ('tbsp' or 'tsp')", lambda i: _ingredient_parts(i)[1] != "cup"),
+    ("large", "the lines with a quantity over 4", lambda i: _ingredient_parts(i)[0] > 4),
+    ("single", "the lines with a quantity of 1", lambda i: _ingredient_parts(i)[0] == 1),
+    ("sweet", "the sweet lines (sugar, honey or cocoa)",
+     lambda i: _ingredient_parts(i)[2] in _SWEET_INGREDIENTS),
+    ("even", "the lines with an even quantity", lambda i: _ingredient_parts(i)[0] % 2 == 0),
+    ("ingredients", "all the lines", lambda i: True),
+)
+_INGREDIENT_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, line -> number)
+    ("quantities", "the quantities ('2 cups flour' 2) of {}", lambda i: _ingredient_parts(i)[0]),
+    ("doubled", "twice the quantities of {} ('2 cups flour' 4)", lambda i: 2 * _ingredient_parts(i)[0]),
+    ("teaspoons", "{} in teaspoons (a cup is 48, a tbsp 3: '2 tbsp salt' 6)",
+     lambda i: _ingredient_parts(i)[0] * _TEASPOONS[_ingredient_parts(i)[1]]),
+    ("name_lengths", "the lengths of the ingredient names of {} ('2 cups flour' 5)",
+     lambda i: len(_ingredient_parts(i)[2])),
+)
+_INGREDIENT_CHANGES = (  # (name part, phrase, line -> text)
+    ("names", "the ingredients of {} ('2 cups flour' becomes 'flour')", lambda i: _ingredient_parts(i)[2]),
+    ("double", "{} with the quantity doubled ('1 cup milk' becomes '2 cups milk')", _doubled_ingredient),
+    ("units", "the units of {} ('2 cups flour' becomes 'cups')", lambda i: i.split(" ")[1]),
+    ("upper", "{} in upper case ('2 cups flour' becomes '2 CUPS FLOUR')", str.upper),
+)
+# fmt: on
+
+
+def _ingredient(rng: random.Random) -> str:
+    """One recipe line: a quantity of 1 a quarter of the time, else 2 to 12, in cups, tbsp or tsp."""
+    quantity = 1 if rng.random() < 0.25 else rng.randint(2, 12)
+    return _ingredient_line(quantity, rng.choice(tuple(_TEASPOONS)), rng.choice(_INGREDIENT_NAMES))
+
+
+def ingredient_function_prompts(seed: int = 0) -> list[str]:
+    """Every recipe-line filter x change x summary task over ``ingredients: List[str]``, with 2-3
+    examples each: the number changes with the number summaries, the text changes with the word
+    summaries (joined by commas)."""
+    parts = (_INGREDIENT_FILTERS, _INGREDIENT_NUMBER_CHANGES, _INGREDIENT_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 337, parts, "ingredients", "List[str]", _ingredient)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -5987,6 +6066,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "distance-functions": distance_function_prompts,
     "percent-functions": percent_function_prompts,
     "seat-functions": seat_function_prompts,
+    "ingredient-functions": ingredient_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
