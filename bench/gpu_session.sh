@@ -79,20 +79,8 @@ train_drafter() {  # the drafter's training on the GPU (stage train)
   local tokens="$DRAFTER/token-data" work=/tmp/gpu-train extra
   # Every committed token store but default: the shipped run's in its order first (the hold-out is
   # drawn among the first records: the CPU runs' 32 records), then the newer ones.
-  mapfile -t extra < <(python3 - "$DRAFTER" <<'PY'
-import json, os, sys
-here = sys.argv[1]
-tokens = os.path.join(here, "token-data")
-with open(os.path.join(here, "train_summary.json"), encoding="utf-8") as f:
-    shipped = json.load(f)["config"]["extra_features"]
-found = sorted(
-    os.path.join(tokens, name)
-    for name in os.listdir(tokens)
-    if name != "default" and os.path.isfile(os.path.join(tokens, name, "header.json"))
-)
-print("\n".join([s for s in shipped if s in found] + [s for s in found if s not in shipped]))
-PY
-  )
+  mapfile -t extra < <(python3 -m sglang_dflash.cli store-order "$tokens" --summary "$DRAFTER/train_summary.json" \
+    --exclude "$tokens/default")
   # The CPU runs' data, hold-out and objective (recipe-cpu.sh, RUNS.md "Sixtieth run"): 30 chunks of
   # the default store, the same 32 held-out records among the first 1696, gamma 3, sampled positions;
   # four times their batch, bf16, and a schedule sized to end TRAIN_MINUTES after the start.

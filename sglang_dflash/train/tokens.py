@@ -52,6 +52,7 @@ from torch import nn
 from .data import generate_batch
 from .features import (
     FEATURE_DTYPES,
+    MANIFEST,
     LayerCapture,
     chunk_done,
     write_atomic,
@@ -266,6 +267,35 @@ def _remove_stale_temporaries(store_dir: str) -> None:
             os.remove(path)
         except PermissionError:  # alive, another user's
             pass
+
+
+def training_order(found: Sequence[str], shipped: Sequence[str]) -> list[str]:
+    """``found`` store paths in the order a run trains on them: the ones the shipped run named (its
+    ``extra_features``, matched by folder name) in its order, then the others by name.  The hold-out
+    is drawn among a run's first records, so a new run keeps holding out the shipped run's records
+    and its held-out scores stay comparable."""
+    by_name = {os.path.basename(os.path.normpath(path)): path for path in found}
+    shipped_names = [os.path.basename(os.path.normpath(path)) for path in shipped]
+    first = [by_name[name] for name in shipped_names if name in by_name]
+    return first + sorted(path for name, path in by_name.items() if name not in shipped_names)
+
+
+def stores_in_training_order(stores_dir: str, summary_path: str | None, exclude: str | None) -> list[str]:
+    """The stores (token or feature: a folder with a ``header.json`` or a ``manifest.json``) in
+    ``stores_dir`` but ``exclude``, in :func:`training_order` after the run whose
+    ``train_summary.json`` is ``summary_path`` (absent or None: by name)."""
+    shipped: list[str] = []
+    if summary_path and os.path.isfile(summary_path):
+        with open(summary_path, encoding="utf-8") as f:
+            shipped = json.load(f)["config"].get("extra_features", [])
+    skip = os.path.realpath(exclude) if exclude else None
+    found = [
+        os.path.join(stores_dir, name)
+        for name in os.listdir(stores_dir)
+        if any(os.path.isfile(os.path.join(stores_dir, name, marker)) for marker in (HEADER, MANIFEST))
+        and os.path.realpath(os.path.join(stores_dir, name)) != skip
+    ]
+    return training_order(found, shipped)
 
 
 def summarize(store_dir: str) -> dict:
