@@ -583,6 +583,7 @@ CODE_SOURCES = (
     "percent-functions",
     "seat-functions",
     "ingredient-functions",
+    "match-functions",
 )
 
 
@@ -1740,6 +1741,40 @@ def test_ingredient_functions_are_every_combination_with_right_examples_and_disj
     sentence = "Return a list of the sweet lines (sugar, honey or cocoa) in teaspoons (a cup is 48, a tbsp 3"
     assert sentence in next(p for p in prompts if "def list_teaspoons_sweet(ingredients: List" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("ingredient-functions", prompts)
+
+
+def test_match_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import match_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(match_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    # A result read here independently of the source's code: home and away goals.
+    def goals(result: str) -> tuple[int, int]:
+        home, away = re.fullmatch(r"([0-9])-([0-9])", result).groups()
+        return int(home), int(away)
+
+    for (results,), value in _doctest_examples(prompts, "sum_totals_home_wins"):
+        assert 3 <= len(results) <= 5 and len(set(results)) == len(results)
+        assert all(max(goals(r)) <= 5 for r in results)
+        assert value == sum(sum(goals(r)) for r in results if goals(r)[0] > goals(r)[1])
+    for (results,), value in _doctest_examples(prompts, "list_margins_clean_sheets"):
+        assert value == [goals(r)[0] - goals(r)[1] for r in results if 0 in goals(r)]
+    for (results,), value in _doctest_examples(prompts, "sum_home_points_results"):
+        assert value == sum(3 if h > a else 1 if h == a else 0 for h, a in map(goals, results))
+    for (results,), value in _doctest_examples(prompts, "list_home_goals_draws"):
+        assert value == [goals(r)[0] for r in results if goals(r)[0] == goals(r)[1]]
+    for (results,), value in _doctest_examples(prompts, "joined_winners_high_scoring"):
+        kept = [goals(r) for r in results if sum(goals(r)) > 4]
+        assert value == ",".join("home" if h > a else "away" if a > h else "draw" for h, a in kept)
+    for (results,), value in _doctest_examples(prompts, "list_reversed_away_wins"):
+        assert value == [f"{goals(r)[1]}-{goals(r)[0]}" for r in results if goals(r)[1] > goals(r)[0]]
+    for (results,), value in _doctest_examples(prompts, "list_one_more_even_totals"):
+        assert value == [f"{goals(r)[0] + 1}-{goals(r)[1]}" for r in results if sum(goals(r)) % 2 == 0]
+    assert any(value for _, value in _doctest_examples(prompts, "list_totals_draws"))  # keeps some
+    sentence = "Return the winners of the results with more than four goals in all ('home', 'away' or 'draw')"
+    assert sentence in next(p for p in prompts if "def joined_winners_high_scoring(results: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("match-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

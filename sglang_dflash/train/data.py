@@ -430,6 +430,15 @@ And a forty-sixth:
   unit alone, upper case) of each kept line and a summary
   (``sum_quantities_cups(ingredients)``), every combination once (364 tasks).
 
+And a forty-seventh:
+
+- ``match-functions``: the same shape over football results (``results: List[str]``, home goals, a
+  dash and away goals, like ``"3-1"``): a filter (home wins, away wins, draws, more than four goals,
+  a side kept to nil, an even number of goals, all), a change that makes a number (the goals in the
+  match, the goal difference, the home side's goals, the home side's points) or a text (the score
+  from the away side, spaced, the winner, one more home goal) of each kept result and a summary
+  (``sum_totals_home_wins(results)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -3485,6 +3494,72 @@ def ingredient_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 337, parts, "ingredients", "List[str]", _ingredient)
 
 
+# HumanEval-shaped tasks over football results (``match-functions``: ``results`` is a list of texts,
+# the home side's goals, a dash and the away side's, like "3-1"); a filter over the results, a change
+# that makes a number (total, difference, home goals, home points) or a text (reversed, spaced, the
+# winner, one more home goal) of each kept result and a summary, composed as the list tasks are.
+def _goals(result: str) -> tuple[int, int]:
+    """The home and away goals: '3-1' (3, 1)."""
+    home, away = result.split("-")
+    return int(home), int(away)
+
+
+def _home_points(result: str) -> int:
+    """The home side's league points: 3 for a win, 1 for a draw, 0 for a loss."""
+    home, away = _goals(result)
+    return 3 if home > away else 1 if home == away else 0
+
+
+def _winner(result: str) -> str:
+    """'home', 'away' or 'draw'."""
+    home, away = _goals(result)
+    return "home" if home > away else "away" if away > home else "draw"
+
+
+# fmt: off
+_MATCH_FILTERS = (  # (name part, noun phrase, keep(result))
+    ("home_wins", "the home wins (more goals before the dash, like '3-1')",
+     lambda r: _goals(r)[0] > _goals(r)[1]),
+    ("away_wins", "the away wins (more goals after the dash, like '0-2')",
+     lambda r: _goals(r)[1] > _goals(r)[0]),
+    ("draws", "the draws (like '1-1')", lambda r: _goals(r)[0] == _goals(r)[1]),
+    ("high_scoring", "the results with more than four goals in all", lambda r: sum(_goals(r)) > 4),
+    ("clean_sheets", "the results where a side scored no goal (like '2-0')", lambda r: 0 in _goals(r)),
+    ("even_totals", "the results with an even number of goals in all", lambda r: sum(_goals(r)) % 2 == 0),
+    ("results", "all the results", lambda r: True),
+)
+_MATCH_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, result -> number)
+    ("totals", "the goals in each of {} ('3-1' 4)", lambda r: sum(_goals(r))),
+    ("margins", "the home side's goals minus the away side's in each of {} ('1-3' -2)",
+     lambda r: _goals(r)[0] - _goals(r)[1]),
+    ("home_goals", "the home side's goals (before the dash: '3-1' 3) in each of {}", lambda r: _goals(r)[0]),
+    ("home_points", "the home side's points (3 for a win, 1 for a draw, 0 for a loss) in each of {}",
+     _home_points),
+)
+_MATCH_CHANGES = (  # (name part, phrase, result -> text)
+    ("reversed", "{} from the away side ('3-1' becomes '1-3')", lambda r: f"{_goals(r)[1]}-{_goals(r)[0]}"),
+    ("spaced", "{} with spaces around the dash ('3-1' becomes '3 - 1')", lambda r: r.replace("-", " - ")),
+    ("winners", "the winners of {} ('home', 'away' or 'draw')", _winner),
+    ("one_more", "{} with one more home goal ('3-1' becomes '4-1')",
+     lambda r: f"{_goals(r)[0] + 1}-{_goals(r)[1]}"),
+)
+# fmt: on
+
+
+def _match(rng: random.Random) -> str:
+    """One result: 0 to 5 goals a side, a draw a fifth of the time."""
+    home = rng.randint(0, 5)
+    return f"{home}-{home if rng.random() < 0.2 else rng.randint(0, 5)}"
+
+
+def match_function_prompts(seed: int = 0) -> list[str]:
+    """Every result filter x change x summary task over ``results: List[str]``, with 2-3 examples each:
+    the number changes with the number summaries, the text changes with the word summaries (joined by
+    commas)."""
+    parts = (_MATCH_FILTERS, _MATCH_NUMBER_CHANGES, _MATCH_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 347, parts, "results", "List[str]", _match)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -6067,6 +6142,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "percent-functions": percent_function_prompts,
     "seat-functions": seat_function_prompts,
     "ingredient-functions": ingredient_function_prompts,
+    "match-functions": match_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
