@@ -552,21 +552,24 @@ def test_stores_train_in_the_shipped_runs_order_then_the_newer_ones_by_name(tmp_
         cli_main(["store-order", str(tmp_path / "missing")])
 
 
+def _assert_committed_stores_in_shipped_order(paths: list[str]) -> None:
+    """``paths`` name every committed store but default, the shipped run's (its train_summary.json's
+    ``extra_features``, by folder name) first and in its order."""
+    with open(os.path.join(os.path.dirname(TOKEN_DATA), "train_summary.json"), encoding="utf-8") as f:
+        shipped = [os.path.basename(p) for p in json.load(f)["config"]["extra_features"]]
+    names = [os.path.basename(p) for p in paths]
+    assert names[: len(shipped)] == shipped
+    assert sorted(names) == sorted(n for n in COMMITTED if n != "default")
+
+
 def test_the_committed_stores_train_in_the_shipped_order():
     """The committed drafter's own stores: the shipped run's in its order, every newer one after them."""
     from sglang_dflash.train.tokens import stores_in_training_order
 
-    drafter = os.path.dirname(TOKEN_DATA)
-    with open(os.path.join(drafter, "train_summary.json"), encoding="utf-8") as f:
-        shipped = [os.path.basename(p) for p in json.load(f)["config"]["extra_features"]]
-    order = [
-        os.path.basename(p)
-        for p in stores_in_training_order(
-            TOKEN_DATA, os.path.join(drafter, "train_summary.json"), os.path.join(TOKEN_DATA, "default")
-        )
-    ]
-    assert order[: len(shipped)] == shipped
-    assert sorted(order) == sorted(n for n in COMMITTED if n != "default")
+    summary = os.path.join(os.path.dirname(TOKEN_DATA), "train_summary.json")
+    _assert_committed_stores_in_shipped_order(
+        stores_in_training_order(TOKEN_DATA, summary, os.path.join(TOKEN_DATA, "default"))
+    )
 
 
 def test_the_cpu_recipe_trains_on_the_committed_stores_in_the_shipped_order(tmp_path):
@@ -600,9 +603,6 @@ def test_the_cpu_recipe_trains_on_the_committed_stores_in_the_shipped_order(tmp_
     proc = subprocess.run(["bash", recipe], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     args = calls.read_text().split("\n")
-    extra = args[args.index("--extra-features") + 1 : args.index("--num-chunks")]
-    with open(os.path.join(os.path.dirname(TOKEN_DATA), "train_summary.json"), encoding="utf-8") as f:
-        shipped = [os.path.basename(p) for p in json.load(f)["config"]["extra_features"]]
-    names = [os.path.basename(p) for p in extra]
-    assert names[: len(shipped)] == shipped
-    assert sorted(names) == sorted(n for n in COMMITTED if n != "default")
+    _assert_committed_stores_in_shipped_order(
+        args[args.index("--extra-features") + 1 : args.index("--num-chunks")]
+    )
