@@ -584,6 +584,9 @@ CODE_SOURCES = (
     "seat-functions",
     "ingredient-functions",
     "match-functions",
+    "dice-functions",
+    "grade-functions",
+    "compass-functions",
 )
 
 
@@ -1775,6 +1778,101 @@ def test_match_functions_are_every_combination_with_right_examples_and_disjoint_
     sentence = "Return the winners of the results with more than four goals in all ('home', 'away' or 'draw')"
     assert sentence in next(p for p in prompts if "def joined_winners_high_scoring(results: List" in p)
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("match-functions", prompts)
+
+
+def test_dice_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import dice_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(dice_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    # A roll read here independently of the source's code: dice, sides, bonus.
+    def dice(roll: str) -> tuple[int, int, int]:
+        count, sides, bonus = re.fullmatch(r"([1-4])d(4|6|8|10|12|20)(?:\+([1-5]))?", roll).groups()
+        return int(count), int(sides), int(bonus or 0)
+
+    for (rolls,), value in _doctest_examples(prompts, "sum_highest_d6"):
+        assert 3 <= len(rolls) <= 5 and len(set(rolls)) == len(rolls)
+        assert value == sum(n * s + b for n, s, b in map(dice, rolls) if s == 6)
+    for (rolls,), value in _doctest_examples(prompts, "list_lowest_rolls"):
+        assert value == [n + b for n, _, b in map(dice, rolls)]
+    for (rolls,), value in _doctest_examples(prompts, "list_bonuses_big_dice"):
+        assert value == [b for _, s, b in map(dice, rolls) if s > 8]
+    for (rolls,), value in _doctest_examples(prompts, "list_counts_even_counts"):
+        assert value == [n for n, _, _ in map(dice, rolls) if n % 2 == 0]
+    for (rolls,), value in _doctest_examples(prompts, "list_doubled_with_bonus"):
+        assert value == [f"{2 * n}d{s}+{b}" for n, s, b in map(dice, rolls) if b > 0]
+    for (rolls,), value in _doctest_examples(prompts, "list_bare_single"):
+        assert value == [f"1d{s}" for n, s, _ in map(dice, rolls) if n == 1]
+    for (rolls,), value in _doctest_examples(prompts, "joined_dies_no_bonus"):
+        assert value == ",".join(f"d{s}" for _, s, b in map(dice, rolls) if b == 0)
+    assert any(value for _, value in _doctest_examples(prompts, "list_counts_with_bonus"))  # keeps some
+    sentence = "Return a list of the rolls with a bonus (like '2d6+3') with twice the dice"
+    assert sentence in next(p for p in prompts if "def list_doubled_with_bonus(rolls: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("dice-functions", prompts)
+
+
+def test_grade_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import grade_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(grade_function_prompts, 7 * (4 * 9 + 4 * 4))
+    order = "F D- D D+ C- C C+ B- B B+ A- A A+".split()  # written out here, lowest first
+    points = {"A": 4, "B": 3, "C": 2, "D": 1, "F": 0}
+    sign = {"+": 1, "-": -1, "": 0}
+
+    for (grades,), value in _doctest_examples(prompts, "sum_points_passing"):
+        assert 3 <= len(grades) <= 5 and len(set(grades)) == len(grades) and set(grades) <= set(order)
+        assert value == sum(points[g[0]] for g in grades if g[0] in "ABC")
+    for (grades,), value in _doctest_examples(prompts, "list_tenths_grades"):
+        assert value == [10 * points[g[0]] + 3 * sign[g[1:]] for g in grades]
+    for (grades,), value in _doctest_examples(prompts, "list_steps_low"):
+        assert value == [order.index(g) for g in grades if g[0] in "DF"]
+    for (grades,), value in _doctest_examples(prompts, "list_sign_values_grades"):
+        assert value == [sign[g[1:]] for g in grades]
+    for (grades,), value in _doctest_examples(prompts, "list_raised_grades"):
+        assert value == [order[min(order.index(g) + 1, 12)] for g in grades]
+    for (grades,), value in _doctest_examples(prompts, "list_letters_minus"):
+        assert value == [g[0] for g in grades if g.endswith("-")]
+    for (grades,), value in _doctest_examples(prompts, "joined_sign_words_a_grades"):
+        words = {"+": "plus", "-": "minus", "": "none"}
+        assert value == ",".join(words[g[1:]] for g in grades if g[0] == "A")
+    assert any(value for _, value in _doctest_examples(prompts, "list_points_unsigned"))  # keeps some
+    sentence = "Return a list of the grades of C- or better one step up ('B+' becomes 'A-'"
+    assert sentence in next(p for p in prompts if "def list_raised_passing(grades: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("grade-functions", prompts)
+
+
+def test_compass_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import compass_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(compass_function_prompts, 7 * (4 * 9 + 4 * 4))
+    # Bearings and names written out here, not read from the source.
+    bearing = {"N": 0, "NE": 45, "E": 90, "SE": 135, "S": 180, "SW": 225, "W": 270, "NW": 315}
+    by_bearing = {degrees: point for point, degrees in bearing.items()}
+    names = {"N": "north", "NE": "northeast", "E": "east", "SE": "southeast"}
+    names |= {"S": "south", "SW": "southwest", "W": "west", "NW": "northwest"}
+
+    for (directions,), value in _doctest_examples(prompts, "sum_bearings_northern"):
+        assert 3 <= len(directions) <= 5 and len(set(directions)) == len(directions)
+        assert value == sum(bearing[d] for d in directions if d in ("N", "NE", "NW"))
+    for (directions,), value in _doctest_examples(prompts, "list_opposite_bearings_directions"):
+        assert value == [(bearing[d] + 180) % 360 for d in directions]
+    for (directions,), value in _doctest_examples(prompts, "list_turns_to_north_directions"):
+        assert value == [(360 - bearing[d]) % 360 // 45 for d in directions]
+    for (directions,), value in _doctest_examples(prompts, "list_letter_counts_north_to_south"):
+        assert value == [len(d) for d in directions if bearing[d] <= 180]
+    for (directions,), value in _doctest_examples(prompts, "list_opposites_eastern"):
+        assert value == [by_bearing[(bearing[d] + 180) % 360] for d in directions if "E" in d]
+    for (directions,), value in _doctest_examples(prompts, "list_turned_right_directions"):
+        assert value == [by_bearing[(bearing[d] + 90) % 360] for d in directions]
+    for (directions,), value in _doctest_examples(prompts, "joined_names_diagonal"):
+        assert value == ",".join(names[d] for d in directions if len(d) == 2)
+    assert any(value for _, value in _doctest_examples(prompts, "list_bearings_cardinal"))  # keeps some
+    sentence = "Return a list of the directions with a south part (S, SE or SW) turned a quarter turn"
+    assert sentence in next(p for p in prompts if "def list_turned_right_southern(directions: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("compass-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

@@ -439,6 +439,30 @@ And a forty-seventh:
   from the away side, spaced, the winner, one more home goal) of each kept result and a summary
   (``sum_totals_home_wins(results)``), every combination once (364 tasks).
 
+And a forty-eighth and a forty-ninth:
+
+- ``dice-functions``: the same shape over dice rolls in tabletop notation (``rolls: List[str]``, 1 to
+  4 dice of 4 to 20 sides and an optional bonus, like ``"2d6+3"``): a filter (six-sided dice, one
+  die, with a bonus, without, dice over 8 sides, an even number of dice, all), a change that makes a
+  number (the lowest total, the highest, the dice, the bonus) or a text (twice the dice, without the
+  bonus, the die, upper case) of each kept roll and a summary (``sum_highest_d6(rolls)``), every
+  combination once (364 tasks).
+- ``grade-functions``: the same shape over letter grades (``grades: List[str]``, ``"F"`` or A to D
+  with an optional sign, like ``"B+"``): a filter (C- or better, A grades, a plus, a minus, no sign,
+  D and F, all), a change that makes a number (the letter's points, points in tenths with the sign,
+  steps above an F, the sign as a number) or a text (the letter, a step up, lower case, the sign in
+  words) of each kept grade and a summary (``sum_points_passing(grades)``), every combination once
+  (364 tasks).
+
+And a fiftieth:
+
+- ``compass-functions``: the same shape over the eight compass points (``directions: List[str]``,
+  ``"N"``, ``"NE"``, ... ``"NW"``): a filter (a north, south or east part, cardinal, diagonal, from N
+  clockwise to S, all), a change that makes a number (the bearing in degrees, the opposite's
+  bearing, the eighth turns back to north, the letters) or a text (the opposite, a quarter turn
+  clockwise, the full name, lower case) of each kept direction and a summary
+  (``sum_bearings_northern(directions)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -3560,6 +3584,183 @@ def match_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 347, parts, "results", "List[str]", _match)
 
 
+# HumanEval-shaped tasks over dice rolls in tabletop notation (``dice-functions``: ``rolls`` is a list
+# of texts, a count of dice, 'd', their sides and an optional bonus, like "2d6+3"); a filter over the
+# rolls, a change that makes a number (lowest and highest total, dice, bonus) or a text (twice the dice,
+# no bonus, the die, upper case) of each kept roll and a summary, composed as the list tasks are.
+_DIE_SIDES = (4, 6, 8, 10, 12, 20)
+
+
+def _dice(roll: str) -> tuple[int, int, int]:
+    """The count of dice, their sides and the bonus (0 without one): '2d6+3' (2, 6, 3)."""
+    dice, _, bonus = roll.partition("+")
+    count, sides = dice.split("d")
+    return int(count), int(sides), int(bonus or 0)
+
+
+def _roll(count: int, sides: int, bonus: int) -> str:
+    """The roll's notation, the bonus left out when it is 0: (2, 6, 0) '2d6'."""
+    return f"{count}d{sides}{f'+{bonus}' if bonus else ''}"
+
+
+# fmt: off
+_DICE_FILTERS = (  # (name part, noun phrase, keep(roll))
+    ("d6", "the rolls of six-sided dice (like '2d6')", lambda r: _dice(r)[1] == 6),
+    ("single", "the rolls of one die (like '1d20')", lambda r: _dice(r)[0] == 1),
+    ("with_bonus", "the rolls with a bonus (like '2d6+3')", lambda r: _dice(r)[2] > 0),
+    ("no_bonus", "the rolls with no bonus (like '3d8')", lambda r: _dice(r)[2] == 0),
+    ("big_dice", "the rolls of dice with more than 8 sides", lambda r: _dice(r)[1] > 8),
+    ("even_counts", "the rolls of an even number of dice", lambda r: _dice(r)[0] % 2 == 0),
+    ("rolls", "all the rolls", lambda r: True),
+)
+_DICE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, roll -> number)
+    ("lowest", "the lowest total (every die a 1: '2d6+3' 5) of each of {}",
+     lambda r: _dice(r)[0] + _dice(r)[2]),
+    ("highest", "the highest total (every die its top side: '2d6+3' 15) of each of {}",
+     lambda r: _dice(r)[0] * _dice(r)[1] + _dice(r)[2]),
+    ("counts", "the number of dice in each of {} ('2d6+3' 2)", lambda r: _dice(r)[0]),
+    ("bonuses", "the bonus of each of {} ('2d6+3' 3, 0 with no bonus)", lambda r: _dice(r)[2]),
+)
+_DICE_CHANGES = (  # (name part, phrase, roll -> text)
+    ("doubled", "{} with twice the dice ('2d6+3' becomes '4d6+3')",
+     lambda r: _roll(2 * _dice(r)[0], *_dice(r)[1:])),
+    ("bare", "{} without the bonus ('2d6+3' becomes '2d6')", lambda r: r.partition("+")[0]),
+    ("dies", "the die of each of {} ('2d6+3' becomes 'd6')", lambda r: f"d{_dice(r)[1]}"),
+    ("upper", "{} in upper case ('2d6+3' becomes '2D6+3')", str.upper),
+)
+# fmt: on
+
+
+def _dice_roll(rng: random.Random) -> str:
+    """One roll: 1 to 4 dice of 4 to 20 sides, a bonus of 1 to 5 half the time."""
+    return _roll(rng.randint(1, 4), rng.choice(_DIE_SIDES), rng.randint(1, 5) if rng.random() < 0.5 else 0)
+
+
+def dice_function_prompts(seed: int = 0) -> list[str]:
+    """Every dice-roll filter x change x summary task over ``rolls: List[str]``, with 2-3 examples each:
+    the number changes with the number summaries, the text changes with the word summaries (joined by
+    commas)."""
+    parts = (_DICE_FILTERS, _DICE_NUMBER_CHANGES, _DICE_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 349, parts, "rolls", "List[str]", _dice_roll)
+
+
+# HumanEval-shaped tasks over letter grades (``grade-functions``: ``grades`` is a list of texts, a
+# letter A to D or F and for A to D an optional '+' or '-', like "B+"); a filter over the grades, a
+# change that makes a number (letter points, points in tenths, steps above an F, the sign) or a text
+# (the letter, a step up, lower case, the sign in words) of each kept grade and a summary, composed as
+# the list tasks are.
+_GRADE_STEPS = ("F", "D-", "D", "D+", "C-", "C", "C+", "B-", "B", "B+", "A-", "A", "A+")  # lowest first
+_LETTER_POINTS = {"A": 4, "B": 3, "C": 2, "D": 1, "F": 0}
+_SIGN_VALUES = {"+": 1, "-": -1, "": 0}
+_SIGN_WORDS = {"+": "plus", "-": "minus", "": "none"}
+
+
+def _grade_sign(grade: str) -> str:
+    """'+', '-' or '' (no sign): 'B+' '+'."""
+    return grade[1:]
+
+
+# fmt: off
+_GRADE_FILTERS = (  # (name part, noun phrase, keep(grade))
+    ("passing", "the grades of C- or better", lambda g: _GRADE_STEPS.index(g) >= _GRADE_STEPS.index("C-")),
+    ("a_grades", "the A grades ('A+', 'A' or 'A-')", lambda g: g[0] == "A"),
+    ("plus", "the grades with a plus (like 'B+')", lambda g: _grade_sign(g) == "+"),
+    ("minus", "the grades with a minus (like 'C-')", lambda g: _grade_sign(g) == "-"),
+    ("unsigned", "the grades with no sign (like 'B' or 'F')", lambda g: _grade_sign(g) == ""),
+    ("low", "the D and F grades (any sign)", lambda g: g[0] in "DF"),
+    ("grades", "all the grades", lambda g: True),
+)
+_GRADE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, grade -> number)
+    ("points", "the letter points (A 4, B 3, C 2, D 1, F 0; the sign does not count) of {}",
+     lambda g: _LETTER_POINTS[g[0]]),
+    ("tenths", "the points in tenths (the letter's points times 10, a plus adds 3 and a minus takes 3: "
+     "'B+' 33) of {}", lambda g: 10 * _LETTER_POINTS[g[0]] + 3 * _SIGN_VALUES[_grade_sign(g)]),
+    ("steps", "the steps above an F (F 0, D- 1, D 2, D+ 3, C- 4, ... A+ 12) of {}", _GRADE_STEPS.index),
+    ("sign_values", "the signs as numbers (1 for a plus, -1 for a minus, 0 for none) of {}",
+     lambda g: _SIGN_VALUES[_grade_sign(g)]),
+)
+_GRADE_CHANGES = (  # (name part, phrase, grade -> text)
+    ("letters", "the letters of {} ('B+' becomes 'B')", lambda g: g[0]),
+    ("raised", "{} one step up ('B+' becomes 'A-', 'F' becomes 'D-', 'A+' stays 'A+')",
+     lambda g: _GRADE_STEPS[min(_GRADE_STEPS.index(g) + 1, len(_GRADE_STEPS) - 1)]),
+    ("lower", "{} in lower case ('B+' becomes 'b+')", str.lower),
+    ("sign_words", "the signs in words ('plus', 'minus' or 'none') of {}",
+     lambda g: _SIGN_WORDS[_grade_sign(g)]),
+)
+# fmt: on
+
+
+def _grade(rng: random.Random) -> str:
+    """One grade, each of the 13 equally likely."""
+    return rng.choice(_GRADE_STEPS)
+
+
+def grade_function_prompts(seed: int = 0) -> list[str]:
+    """Every letter-grade filter x change x summary task over ``grades: List[str]``, with 2-3 examples
+    each: the number changes with the number summaries, the text changes with the word summaries
+    (joined by commas)."""
+    parts = (_GRADE_FILTERS, _GRADE_NUMBER_CHANGES, _GRADE_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 353, parts, "grades", "List[str]", _grade)
+
+
+# HumanEval-shaped tasks over compass directions (``compass-functions``: ``directions`` is a list of
+# the eight points ``N``, ``NE``, ... ``NW``); a filter over the directions, a change that makes a
+# number (the bearing, the opposite bearing, the eighth turns back to north, the letters) or a text
+# (the opposite, a quarter turn right, the full name, lower case) of each kept direction and a summary,
+# composed as the list tasks are.
+_COMPASS_POINTS = ("N", "NE", "E", "SE", "S", "SW", "W", "NW")  # clockwise from north, 45 degrees apart
+_COMPASS_NAMES = {"N": "north", "E": "east", "S": "south", "W": "west"}
+
+
+def _compass_turned(direction: str, eighths: int) -> str:
+    """The direction ``eighths`` eighth turns clockwise: ('N', 2) 'E', ('NW', 4) 'SE'."""
+    return _COMPASS_POINTS[(_COMPASS_POINTS.index(direction) + eighths) % 8]
+
+
+# fmt: off
+_COMPASS_FILTERS = (  # (name part, noun phrase, keep(direction))
+    ("northern", "the directions with a north part (N, NE or NW)", lambda d: "N" in d),
+    ("southern", "the directions with a south part (S, SE or SW)", lambda d: "S" in d),
+    ("eastern", "the directions with an east part (E, NE or SE)", lambda d: "E" in d),
+    ("cardinal", "the cardinal directions (N, E, S or W)", lambda d: len(d) == 1),
+    ("diagonal", "the diagonal directions (NE, SE, SW or NW)", lambda d: len(d) == 2),
+    ("north_to_south", "the directions from N clockwise to S, both included (N, NE, E, SE or S)",
+     lambda d: _COMPASS_POINTS.index(d) <= 4),
+    ("directions", "all the directions", lambda d: True),
+)
+_COMPASS_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, direction -> number)
+    ("bearings", "the bearings in degrees clockwise from north (N 0, NE 45, E 90, ... NW 315) of {}",
+     lambda d: 45 * _COMPASS_POINTS.index(d)),
+    ("opposite_bearings", "the bearings in degrees of the opposites (N 180, E 270, W 90) of {}",
+     lambda d: 45 * _COMPASS_POINTS.index(_compass_turned(d, 4))),
+    ("turns_to_north", "the eighth turns clockwise back to north (N 0, NE 7, W 2) from each of {}",
+     lambda d: -_COMPASS_POINTS.index(d) % 8),
+    ("letter_counts", "the letters (N 1, NE 2) in each of {}", len),
+)
+_COMPASS_CHANGES = (  # (name part, phrase, direction -> text)
+    ("opposites", "the opposites of {} ('NE' becomes 'SW')", lambda d: _compass_turned(d, 4)),
+    ("turned_right", "{} turned a quarter turn clockwise ('N' becomes 'E', 'NW' becomes 'NE')",
+     lambda d: _compass_turned(d, 2)),
+    ("names", "the full names of {} ('N' becomes 'north', 'NE' becomes 'northeast')",
+     lambda d: "".join(_COMPASS_NAMES[letter] for letter in d)),
+    ("lower", "{} in lower case ('NE' becomes 'ne')", str.lower),
+)
+# fmt: on
+
+
+def _compass_point(rng: random.Random) -> str:
+    """One of the eight points, each equally likely."""
+    return rng.choice(_COMPASS_POINTS)
+
+
+def compass_function_prompts(seed: int = 0) -> list[str]:
+    """Every compass filter x change x summary task over ``directions: List[str]``, with 2-3 examples
+    each: the number changes with the number summaries, the text changes with the word summaries
+    (joined by commas)."""
+    parts = (_COMPASS_FILTERS, _COMPASS_NUMBER_CHANGES, _COMPASS_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 359, parts, "directions", "List[str]", _compass_point)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -6143,6 +6344,9 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "seat-functions": seat_function_prompts,
     "ingredient-functions": ingredient_function_prompts,
     "match-functions": match_function_prompts,
+    "dice-functions": dice_function_prompts,
+    "grade-functions": grade_function_prompts,
+    "compass-functions": compass_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
