@@ -2177,6 +2177,8 @@ TEMPLATE_STORY_SOURCES = [
     ("craft-problems", "_CRAFT_STORY_TEMPLATES", "craft_problems", 998),
     # four of the 1000 drawn stories repeat another
     ("party-problems", "_PARTY_STORY_TEMPLATES", "party_problems", 996),
+    # 13 of the 1000 drawn stories repeat another
+    ("pet-problems", "_PET_STORY_TEMPLATES", "pet_problems", 987),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

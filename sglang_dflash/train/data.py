@@ -535,6 +535,13 @@ And a twenty-second:
   rented, entertainers paid by the hour, games and teams, drinks by the bottle and the pitcher,
   decorations, a school dance's tickets.
 
+And a twenty-third:
+
+- ``pet-problems``: GSM8K-shaped stories from 40 further templates of pets: food by the cup, the
+  bag and the can, walks, fish tanks and their water, a vet's bills, boarding and grooming, litters
+  of puppies, a pet shop's stock, a shelter's adoptions, pet sitting for pay, hamsters, birds and a
+  horse's feed.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -6268,6 +6275,101 @@ def party_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_PARTY_STORY_TEMPLATES, count, seed + 307)
 
 
+# GSM8K-shaped stories of pets (``pet-problems``): food by the cup, the bag and the can, walks and
+# their minutes, fish tanks and their water, a vet's bills, grooming and boarding by the day, litters
+# of puppies and kittens, a pet shop's stock and sales, a shelter's adoptions, pet sitting for pay,
+# hamster wheels and bird seed; every slot is filled by :func:`_story_values`.
+# fmt: off
+_PET_STORY_TEMPLATES = (
+    "{a}'s dog eats {z} cups of food a day, and a bag holds {x} cups. How many whole days does one bag "
+    "last?",
+    "{a} has {w} cats. Each cat eats {q} cans of food a day, and cans come in boxes of {slices}. How "
+    "many boxes does {a} need for {t} days?",
+    "{a} walks the dog for {m} minutes every morning and twice as long every evening. How many hours "
+    "of walks is that in {w} weeks?",
+    "A fish tank holds {x}0 liters of water. {a} changes {pct}% of the water every week. How many "
+    "liters of water does {a} change in {z} weeks?",
+    "The vet charges ${x}0 for a check-up and ${p} for each vaccine. {a}'s puppy gets a check-up and "
+    "{z} vaccines. How much does the visit cost?",
+    "A kennel charges ${p}0 a night to board a dog and ${q}0 more for a second dog. How much does {a} "
+    "pay to board two dogs for {t} nights?",
+    "{a}'s dog had a litter of {t} puppies. {a} keeps {q} of them and sells the rest for ${x}0 each. How "
+    "much money does {a} get?",
+    "A pet shop has {t}0 hamsters. It sells {y} on Monday, {z} on Tuesday and gets {w} new ones on "
+    "Wednesday. How many hamsters does it have now?",
+    "An animal shelter has {x}0 dogs and {y}0 cats. This month {pct}% of the dogs and half of the cats "
+    "were adopted. How many animals were adopted?",
+    "{a} pet-sits for ${p} a day per pet. {a} looks after {b}'s {z} cats for {t} days. How much does "
+    "{a} earn?",
+    "{a}'s rabbit eats {y}0 grams of hay a day. Hay comes in {z}-kilogram bags. How many days does one "
+    "bag last?",
+    "A parrot eats {z} tablespoons of seed a day, and a box of seed holds {x}0 tablespoons. How many "
+    "boxes does the parrot need in a year of 365 days?",
+    "{a}'s hamster runs {x}0 laps on its wheel every night, and one lap is {z} meters. How many "
+    "kilometers does it run in {w} weeks?",
+    "A dog groomer takes {m} minutes for a small dog and {y}0 minutes for a big one. On Saturday she "
+    "grooms {w} small dogs and {z} big ones. How many hours does she work?",
+    "{a} buys a leash for ${p}, a collar for ${q}, and {w} toys at ${z} each for a new puppy. How much "
+    "does {a} spend?",
+    "{a}'s cat weighs {y} kilograms and {b}'s cat weighs {z} kilograms more. {c}'s cat weighs half as "
+    "much as the two together. How much does {c}'s cat weigh?",
+    "A pet shop sells goldfish at ${q} each and tanks at ${x}. {a} buys a tank and {t} goldfish, paying "
+    "with a ${bill} bill. How much change does {a} get?",
+    "{a} walks {w} dogs for {b}'s neighbors, earning ${p} a dog each day. How much does {a} earn in {z} "
+    "weeks of 5 walking days?",
+    "Each of the {x} dogs at a shelter eats {z} cups of food a day. A bag of food holds {y}0 cups. How "
+    "many bags does the shelter use in a week?",
+    "{a} fills the bird feeder with {x}0 grams of seed. The birds eat {y}0 grams a day. After how many "
+    "whole days must {a} fill it again?",
+    "A puppy weighed {z} kilograms at 8 weeks and gains {y}00 grams a week. How much does it weigh at "
+    "{t}0 weeks old?",
+    "{a} has {x}0 fish. {pct}% of them are guppies and the rest are tetras. How many tetras does {a} "
+    "have?",
+    "Cat litter costs ${p} a bag, and {a}'s {z} cats use one bag every {w} days. How much does litter "
+    "cost in {t}0 days?",
+    "{a} trains the dog for {m} minutes a day, {w} days a week. How many minutes is that in a month of "
+    "4 weeks, and how many hours?",
+    "A turtle tank's heater uses {y}0 watts for {h} hours a day. How many watt-hours does it use in a "
+    "week?",
+    "At the dog park there are {x} dogs. {y} more arrive and {z} leave. Then a third of the dogs go "
+    "home. How many dogs are still at the park?",
+    "{a} saves ${p} a week to buy a ${x}0 cage for a guinea pig. How many weeks must {a} save?",
+    "A kitten drinks {y}0 milliliters of milk {z} times a day. How many liters does it drink in {t} "
+    "days?",
+    "{a}'s dog has {w} toys, {b}'s dog has {z} times as many, and {c}'s dog has {y} fewer than {b}'s. "
+    "How many toys do the three dogs have?",
+    "The vet sees {x}0 pets on Monday. {pct}% are dogs, and half of the rest are cats. How many of the "
+    "pets are neither dogs nor cats?",
+    "{a} buys dog treats in packs of {slices} for ${q}. The dog gets {z} treats a day. How much do "
+    "treats cost for {t}0 days, buying whole packs?",
+    "A horse eats {y} kilograms of hay and {z} kilograms of oats a day. Hay costs ${q} a kilogram and "
+    "oats ${p} a kilogram. How much does feeding the horse cost in a week?",
+    "{a} cleans the rabbit hutch every {z} days and the fish tank every {w} days. Both were cleaned "
+    "today. In how many days will {a} clean both on the same day again?",
+    "A pet hotel has {x}0 rooms. On Friday {y} rooms are empty and each full room holds {z} pets. How "
+    "many pets are in the hotel?",
+    "{a}'s snake eats one mouse every {w} days, and frozen mice cost ${q} each. How much does feeding "
+    "the snake cost over {t}0 days?",
+    "A dog walker charges ${p} for a {m}-minute walk. How much does she earn in a day with {t} walks, "
+    "and how many hours does she walk?",
+    "{a} adopts {z} kittens. Each needs {q} vaccines at ${x} each and a ${p}0 check-up. How much do the "
+    "vet visits cost?",
+    "A pet shop orders {w}0 boxes of {slices} dog bones. It sells {x} bones. How many bones are left?",
+    "{a}'s two dogs eat {y} and {z} cups of food a day. A {x}0-cup bag costs ${p}0. How much does {a} "
+    "spend on food in {t}0 days, buying whole bags?",
+    "{a}'s fish tank is {x}0 centimeters long, {y}0 wide and {z}0 high. How many liters does it hold "
+    "when full (1 liter is 1000 cubic centimeters)?",
+)
+# fmt: on
+
+
+def pet_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of pets (food, walks, fish tanks, the vet, boarding and grooming, litters,
+    a pet shop, a shelter, pet sitting, hamsters, birds and horses), from ``_PET_STORY_TEMPLATES`` (no
+    instruction appended)."""
+    return _template_stories(_PET_STORY_TEMPLATES, count, seed + 367)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -6338,6 +6440,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "craft-problems": lambda seed: craft_problems(1000, seed),
     "size-functions": size_function_prompts,
     "party-problems": lambda seed: party_problems(1000, seed),
+    "pet-problems": lambda seed: pet_problems(1000, seed),
     "temperature-functions": temperature_function_prompts,
     "distance-functions": distance_function_prompts,
     "percent-functions": percent_function_prompts,
