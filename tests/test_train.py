@@ -587,6 +587,7 @@ CODE_SOURCES = (
     "dice-functions",
     "grade-functions",
     "compass-functions",
+    "phone-functions",
 )
 
 
@@ -1875,6 +1876,38 @@ def test_compass_functions_are_every_combination_with_right_examples_and_disjoin
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("compass-functions", prompts)
 
 
+def test_phone_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import phone_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(phone_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    # A phone number read here independently of the source's code: area code, exchange, line.
+    def groups(phone: str) -> tuple[str, str, str]:
+        return re.fullmatch(r"(212|305|415|617|800|888|919)-([2-9]\d\d)-(\d{4})", phone).groups()
+
+    for (phones,), value in _doctest_examples(prompts, "sum_area_codes_toll_free"):
+        assert 3 <= len(phones) <= 5 and len(set(phones)) == len(phones)
+        assert value == sum(int(a) for a, _, _ in map(groups, phones) if a in ("800", "888"))
+    for (phones,), value in _doctest_examples(prompts, "list_digit_sums_phones"):
+        assert value == [sum(int(d) for d in "".join(groups(n))) for n in phones]
+    for (phones,), value in _doctest_examples(prompts, "list_lines_exchange_555"):
+        assert value == [int(line) for _, x, line in map(groups, phones) if x == "555"]
+    for (phones,), value in _doctest_examples(prompts, "list_zero_counts_low_line"):
+        assert value == ["".join(groups(n)).count("0") for n in phones if int(groups(n)[2]) < 5000]
+    for (phones,), value in _doctest_examples(prompts, "list_digits_only_doubled"):
+        digits = ["".join(groups(n)) for n in phones]
+        assert value == [d for d in digits if re.search(r"(\d)\1", d)]
+    for (phones,), value in _doctest_examples(prompts, "list_bracketed_area_above_500"):
+        assert value == [f"({a}) {x}-{line}" for a, x, line in map(groups, phones) if int(a) > 500]
+    for (phones,), value in _doctest_examples(prompts, "joined_masked_even_last"):
+        assert value == ",".join("***-***-" + n[-4:] for n in phones if n[-1] in "02468")
+    assert any(value for _, value in _doctest_examples(prompts, "list_area_codes_toll_free"))  # keeps some
+    sentence = "Return a list of the toll-free numbers (area code 800 or 888) with dots for dashes"
+    assert sentence in next(p for p in prompts if "def list_dotted_toll_free(phones: List" in p)
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("phone-functions", prompts)
+
+
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import threshold_function_prompts
 
@@ -2179,6 +2212,8 @@ TEMPLATE_STORY_SOURCES = [
     ("party-problems", "_PARTY_STORY_TEMPLATES", "party_problems", 996),
     # 13 of the 1000 drawn stories repeat another
     ("pet-problems", "_PET_STORY_TEMPLATES", "pet_problems", 987),
+    # three of the 1000 drawn stories repeat another
+    ("home-problems", "_HOME_STORY_TEMPLATES", "home_problems", 997),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

@@ -463,6 +463,15 @@ And a fiftieth:
   clockwise, the full name, lower case) of each kept direction and a summary
   (``sum_bearings_northern(directions)``), every combination once (364 tasks).
 
+And a fifty-first:
+
+- ``phone-functions``: the same shape over phone numbers (``phones: List[str]``, ten digits in three
+  dashed groups like ``"415-555-0142"``): a filter (toll-free, the exchange 555, an even last digit,
+  a line below 5000, a doubled digit, an area code above 500, all), a change that makes a number (the
+  area code, the digit sum, the line, the zeros) or a text (digits only, dotted, the area code in
+  brackets, masked) of each kept number and a summary (``sum_area_codes_toll_free(phones)``), every
+  combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -541,6 +550,13 @@ And a twenty-third:
   bag and the can, walks, fish tanks and their water, a vet's bills, boarding and grooming, litters
   of puppies, a pet shop's stock, a shelter's adoptions, pet sitting for pay, hamsters, birds and a
   horse's feed.
+
+And a twenty-fourth:
+
+- ``home-problems``: GSM8K-shaped stories from 40 further templates of running a home: the
+  electricity, water and internet bills, rent split between roommates, laundry loads, moving boxes
+  and vans, cleaning rotas, light bulbs and their watts, furniture and shelves, heating oil, a
+  leaking tap, chores and pocket money.
 
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
@@ -3768,6 +3784,65 @@ def compass_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 359, parts, "directions", "List[str]", _compass_point)
 
 
+# HumanEval-shaped tasks over phone numbers (``phone-functions``: ``phones`` is a list of texts of ten
+# digits in three dashed groups, the area code, the exchange and the line, like "415-555-0142"); a
+# filter over the numbers, a change that makes a number (the area code, the digit sum, the line, the
+# zeros) or a text (digits only, dotted, the area code in brackets, masked) of each kept phone number
+# and a summary, composed as the list tasks are.
+_AREA_CODES = (212, 305, 415, 617, 800, 888, 919)
+
+
+def _phone_digits(phone: str) -> str:
+    """The ten digits without their dashes: '415-555-0142' '4155550142'."""
+    return phone.replace("-", "")
+
+
+# fmt: off
+_PHONE_FILTERS = (  # (name part, noun phrase, keep(phone))
+    ("toll_free", "the toll-free numbers (area code 800 or 888)", lambda n: n[:3] in ("800", "888")),
+    ("exchange_555", "the numbers with the exchange 555 (the middle three digits)",
+     lambda n: n[4:7] == "555"),
+    ("even_last", "the numbers whose last digit is even", lambda n: int(n[-1]) % 2 == 0),
+    ("low_line", "the numbers whose last four digits are below 5000", lambda n: int(n[-4:]) < 5000),
+    ("doubled", "the numbers with a digit repeated next to itself (ignoring the dashes)",
+     lambda n: any(a == b for a, b in itertools.pairwise(_phone_digits(n)))),
+    ("area_above_500", "the numbers whose area code is above 500", lambda n: int(n[:3]) > 500),
+    ("phones", "all the phone numbers", lambda n: True),
+)
+_PHONE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, phone -> number)
+    ("area_codes", "the area codes as numbers ('415-555-0142' 415) of {}", lambda n: int(n[:3])),
+    ("digit_sums", "the sums of the ten digits ('415-555-0142' 32) of {}",
+     lambda n: sum(map(int, _phone_digits(n)))),
+    ("lines", "the last four digits as numbers ('415-555-0142' 142) of {}", lambda n: int(n[-4:])),
+    ("zero_counts", "the zeros ('415-555-0142' 1) in each of {}", lambda n: n.count("0")),
+)
+_PHONE_CHANGES = (  # (name part, phrase, phone -> text)
+    ("digits_only", "{} with the dashes taken out ('415-555-0142' becomes '4155550142')", _phone_digits),
+    ("dotted", "{} with dots for dashes ('415-555-0142' becomes '415.555.0142')",
+     lambda n: n.replace("-", ".")),
+    ("bracketed", "{} with the area code in brackets ('415-555-0142' becomes '(415) 555-0142')",
+     lambda n: f"({n[:3]}) {n[4:]}"),
+    ("masked", "{} with all but the last four digits hidden ('415-555-0142' becomes '***-***-0142')",
+     lambda n: f"***-***-{n[-4:]}"),
+)
+# fmt: on
+
+
+def _phone(rng: random.Random) -> str:
+    """One phone number: an area code of ``_AREA_CODES``, the exchange 555 a third of the time (another
+    from 200 to 999 otherwise) and any four-digit line."""
+    exchange = 555 if rng.random() < 1 / 3 else rng.randint(200, 999)
+    return f"{rng.choice(_AREA_CODES)}-{exchange}-{rng.randint(0, 9999):04d}"
+
+
+def phone_function_prompts(seed: int = 0) -> list[str]:
+    """Every phone-number filter x change x summary task over ``phones: List[str]``, with 2-3 examples
+    each: the number changes with the number summaries, the text changes with the word summaries
+    (joined by commas)."""
+    parts = (_PHONE_FILTERS, _PHONE_NUMBER_CHANGES, _PHONE_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 373, parts, "phones", "List[str]", _phone)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -6370,6 +6445,100 @@ def pet_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_PET_STORY_TEMPLATES, count, seed + 367)
 
 
+# GSM8K-shaped stories of running a home (``home-problems``): the electricity, water and internet
+# bills, rent split between roommates, laundry loads, moving boxes and vans, cleaning rotas, light
+# bulbs and their watts, furniture and shelves, heating oil, a leaking tap, a family's chores and their
+# pocket money; every slot is filled by :func:`_story_values`.
+# fmt: off
+_HOME_STORY_TEMPLATES = (
+    "{a}'s electricity bill is ${x} a month plus ${q} for every day the heater runs. The heater runs {t} "
+    "days in March. What is the March bill?",
+    "{a} and {w} roommates share a flat whose rent is ${x}00 a month, split evenly. How much does each "
+    "of them pay in a year?",
+    "{a} does {z} loads of laundry a week, and each load uses {y}0 liters of water. How many liters is "
+    "that in {t} weeks?",
+    "{a} is moving house and packs {x} boxes of books, {y} boxes of clothes and twice as many boxes of "
+    "kitchen things as clothes. How many boxes does {a} pack?",
+    "A moving van costs ${p}0 a day and ${q} for each kilometer. {a} rents it for {z} days and drives "
+    "{x}0 kilometers. How much does the van cost?",
+    "{a}'s house has {x} light bulbs of {y}0 watts each. {a} swaps them for bulbs of {w} watts. How many "
+    "watts does {a} save when every bulb is on?",
+    "A leaking tap drips {y}0 milliliters an hour. How many liters does it waste in {w} days before {a} "
+    "fixes it?",
+    "{a} pays ${p}0 a month for the internet. A new plan costs ${x} a month with the first {z} months "
+    "free. How much does {a} save in the first year by switching?",
+    "The family's water bill was ${x} in June. In July it was {pct}% higher. What was the July bill?",
+    "{a} cleans the kitchen every {z} days and the bathroom every {w} days. Both were cleaned on Monday. "
+    "After how many days are both cleaned on the same day again?",
+    "{a} gives each of the {z} children ${q} a week of pocket money and ${p} more for mowing the lawn. "
+    "The oldest mows it every week. How much does {a} pay out in {t} weeks?",
+    "A bookshelf has {w} shelves, and each shelf holds {y}0 books. {a} has {x}0 books. How many "
+    "bookshelves does {a} need?",
+    "{a} buys a sofa for ${x}00 and pays it off at ${p}0 a month. How many months does it take to pay "
+    "for the sofa?",
+    "The heating oil tank holds {x}00 liters. The house burns {y}0 liters a week in winter. How many "
+    "whole weeks does a full tank last?",
+    "{a}'s dishwasher runs {w} times a week and uses {z} kilowatt-hours each time. At ${q} per "
+    "kilowatt-hour, what does it cost to run for {t} weeks?",
+    "{a} spends {m} minutes vacuuming, twice as long dusting and {y} minutes less than that mopping. How "
+    "many minutes does the cleaning take?",
+    "{a}, {b} and {c} split the chores. {a} does {y} a week, {b} does {z} more than {a}, and {c} does "
+    "half as many as {b} and {a} together. How many chores does {c} do?",
+    "A box of {slices} light bulbs costs ${p}. {a} needs {x} bulbs for the new house. How much does "
+    "{a} spend, buying whole boxes?",
+    "{a} assembles a wardrobe in {h} hours and a bed in {m} minutes. How many minutes does {a} spend "
+    "assembling {z} wardrobes and {w} beds?",
+    "{a}'s rent is ${x}00 a month and goes up {pct}% next year. How much more rent will {a} pay next "
+    "year than this year?",
+    "A family uses {y} rolls of paper towels a week. A pack of {slices} rolls costs ${p}. How much do "
+    "paper towels cost the family in {t} weeks, buying whole packs?",
+    "The thermostat is set to 2{q} degrees. {a} turns it down {z} degrees at night and up {w} degrees "
+    "in the morning. How far above the daytime setting is it in the morning?",
+    "{a} hires a cleaner for {h} hours every week at ${p} an hour. How much does {a} pay the cleaner in "
+    "a year of 52 weeks?",
+    "{a}'s washing machine holds {y} kilograms of clothes. The family has {x} kilograms of laundry. How "
+    "many loads must {a} run?",
+    "A house has {w} rooms. Each room needs {z} new curtains at ${p} each and a curtain rod at ${q}0. "
+    "How much does {a} spend on the windows?",
+    "{a} sorts {x}0 moving boxes. {pct}% are heavy and go to the garage; a third of the rest go "
+    "upstairs. How many boxes go upstairs?",
+    "The electricity meter read {x}00 kilowatt-hours on the first of the month and {x}{y}0 on the last "
+    "day. How many kilowatt-hours were used?",
+    "{a} runs the fan for {h} hours a day. The fan uses {y}0 watts. How many kilowatt-hours does it use "
+    "in {t}0 days?",
+    "{a}'s family of {w} uses {y}0 liters of water each a day. Water costs ${q} per 1000 liters. What "
+    "does their water cost in a 30-day month?",
+    "{a} shares a house with {z} friends. The bills this month are rent ${x}00, power ${y}0 and "
+    "internet ${p}0. How much does each person pay?",
+    "{a} replaces {w} smoke alarm batteries every {z} months. How many batteries does {a} use in {t} "
+    "years?",
+    "A new fridge costs ${x}00 and uses ${q} of power a week less than the old one. The old one is "
+    "sold for ${p}0. How much does {a} pay for the new fridge after the sale?",
+    "{a} mows the lawn in {m} minutes and {b} takes {y} minutes longer. They each mow it every other "
+    "week. How many minutes do they spend mowing in {t} weeks?",
+    "{a} buys {z} packs of {slices} trash bags. The house uses {w} bags a week. How many weeks do the "
+    "bags last?",
+    "{a} and {b} clean {x} windows. {a} cleans {y} windows an hour and {b} cleans {z}. Working together, "
+    "how many hours does the job take?",
+    "The family spends ${p}0 a week on groceries and ${q}0 on cleaning supplies every {w} weeks. How "
+    "much do they spend on both in {t}0 weeks?",
+    "{a}'s home insurance costs ${x}0 a month, or the price of 11 months if paid for the year at once. "
+    "How much does {a} save in {z} years by paying yearly?",
+    "A tap fills a {y}0-liter bucket in {z} minutes. How long does it take to fill {w} buckets?",
+    "{a} hangs {x} pictures, using {z} nails each, from a box of {y}0 nails. How many nails are left?",
+    "{a} earns ${p} for each hour of chores and works {h} hours on Saturday and {z} on Sunday. {a} "
+    "spends a third of it. How much does {a} keep?",
+)
+# fmt: on
+
+
+def home_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of running a home (bills and meters, rent split between roommates, laundry,
+    moving, cleaning, light bulbs, furniture, heating, chores and pocket money), from
+    ``_HOME_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_HOME_STORY_TEMPLATES, count, seed + 371)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -6450,6 +6619,8 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "dice-functions": dice_function_prompts,
     "grade-functions": grade_function_prompts,
     "compass-functions": compass_function_prompts,
+    "home-problems": lambda seed: home_problems(1000, seed),
+    "phone-functions": phone_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
