@@ -511,9 +511,16 @@ def test_every_prompt_source_adds_prompts_to_the_pool():
     assert set(_POOL_MAKERS) | {"math-word-problems"} == set(SOURCES)
 
 
+def _task_prompt(prompts: list[str], header: str) -> str:
+    """The prompt defining the function whose header starts with ``header``: a bare name, or a name
+    with the start of its signature when the test pins the signature too."""
+    opening = f"def {header}" if "(" in header else f"def {header}("
+    return next(p for p in prompts if opening in p)
+
+
 def _doctest_examples(prompts: list[str], name: str) -> list[tuple[tuple, object]]:
     """The ``>>>`` examples of the prompt defining ``name``: (argument tuple, printed result) each."""
-    prompt = next(p for p in prompts if f"def {name}(" in p)
+    prompt = _task_prompt(prompts, name)
     found = re.findall(rf">>> {name}\((.*)\)\n\s+(.*)", prompt)
     assert len(found) >= 2  # the checks that use them see every example
     return [(ast.literal_eval(f"({arguments},)"), ast.literal_eval(result)) for arguments, result in found]
@@ -634,7 +641,7 @@ def test_composed_functions_are_every_combination_with_right_examples_and_disjoi
     for (words,), result in _doctest_examples(prompts, "joined_upper_vowel_initial"):
         assert result == " ".join(w.upper() for w in words if w[0] in "aeiou")
     sentence = "Return the sum of the squares of the even numbers in the list (0 if there are none)."
-    assert sentence in next(p for p in prompts if "def sum_squared_even(" in p)
+    assert sentence in _task_prompt(prompts, "sum_squared_even")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("composed-functions", prompts)
 
 
@@ -664,7 +671,7 @@ def test_tuple_functions_are_every_combination_with_right_examples_and_disjoint_
         "Return a tuple of the sum and the product of all the numbers in the list"
         " (0 and 1 if there are none)."
     )
-    assert sentence in next(p for p in prompts if "def sum_and_product_all(" in p)
+    assert sentence in _task_prompt(prompts, "sum_and_product_all")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("tuple-functions", prompts)
 
 
@@ -693,7 +700,7 @@ def test_string_pair_functions_are_every_combination_with_right_examples_and_dis
         "Return the characters b[i] of the character pairs (a[i], b[i]) that are both letters, "
         "joined into one string in their original order."
     )
-    assert sentence in next(p for p in prompts if "def joined_b_chars_letter_pairs(" in p)
+    assert sentence in _task_prompt(prompts, "joined_b_chars_letter_pairs")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("string-pair-functions", prompts)
 
 
@@ -719,7 +726,7 @@ def test_number_word_functions_are_every_combination_with_right_examples_and_dis
         "Return the words of the text that name an even number, ordered from the smallest number they"
         " name to the largest and joined by single spaces."
     )
-    assert sentence in next(p for p in prompts if "def by_value_even_words(text: str) -> str:" in p)
+    assert sentence in _task_prompt(prompts, "by_value_even_words(text: str) -> str:")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("number-word-functions", prompts)
 
 
@@ -765,7 +772,7 @@ def test_range_functions_are_every_combination_with_right_examples_and_disjoint_
     for (n,), result in _doctest_examples(prompts, "count_distinct_last_digits_squares_to_n"):
         assert result == len({x * x % 10 for x in range(1, 5) if x * x <= n})
     sentence = "Return the product of the perfect squares from 1 to n, each doubled (1 if there are none)."
-    assert sentence in next(p for p in prompts if "def product_doubled_squares_to_n(n: int) -> int:" in p)
+    assert sentence in _task_prompt(prompts, "product_doubled_squares_to_n(n: int) -> int:")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("range-functions", prompts)
 
 
@@ -802,7 +809,7 @@ def test_paren_functions_are_every_combination_with_right_examples_and_disjoint_
     sentence = (
         "Return the longest of the bracket groups of more than six brackets, each wrapped in one more pair;"
     )
-    assert sentence in next(p for p in prompts if "def longest_wrapped_long_groups(paren_string: str)" in p)
+    assert sentence in _task_prompt(prompts, "longest_wrapped_long_groups(paren_string: str)")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("paren-functions", prompts)
 
 
@@ -836,7 +843,7 @@ def test_fraction_functions_are_every_combination_with_right_examples_and_disjoi
                 best = (n, d)
         assert result == (f"{best[0]}/{best[1]}" if best else None)
     sentence = "Return the fractions with numerator 1, each with its numerator doubled, sorted from smallest"
-    assert sentence in next(p for p in prompts if "def by_value_doubled_unit(fractions: List[str])" in p)
+    assert sentence in _task_prompt(prompts, "by_value_doubled_unit(fractions: List[str])")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("fraction-functions", prompts)
 
 
@@ -870,7 +877,7 @@ def test_date_functions_are_every_combination_with_right_examples_and_disjoint_f
     sentence = (
         "Return a list of the first days of the months of the dates with an odd day of the month, written"
     )
-    assert sentence in next(p for p in prompts if "def list_month_firsts_odd_day(dates: List[str])" in p)
+    assert sentence in _task_prompt(prompts, "list_month_firsts_odd_day(dates: List[str])")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("date-functions", prompts)
 
 
@@ -928,7 +935,7 @@ def test_time_functions_are_every_combination_with_right_examples_and_disjoint_f
     for (times,), result in _doctest_examples(prompts, "list_to_midnight_odd_hour"):
         assert result == [24 * 60 - clock(t).hour * 60 - clock(t).minute for t in times if clock(t).hour % 2]
     sentence = "Return a list of the starts of the hours of the times with an odd hour, written HH:00, in"
-    assert sentence in next(p for p in prompts if "def list_hour_starts_odd_hour(times: List[str])" in p)
+    assert sentence in _task_prompt(prompts, "list_hour_starts_odd_hour(times: List[str])")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("time-functions", prompts)
 
 
@@ -959,7 +966,7 @@ def test_money_functions_are_every_combination_with_right_examples_and_disjoint_
         kept = [max(value(a) - 1, Decimal("0.00")) for a in amounts if value(a) < 10]
         assert result == (f"${max(kept)}" if kept else None)
     sentence = "Return the amounts of whole dollars (no cents), each doubled joined by commas ('' if there"
-    assert sentence in next(p for p in prompts if "def joined_doubled_whole_dollars(amounts: List[str])" in p)
+    assert sentence in _task_prompt(prompts, "joined_doubled_whole_dollars(amounts: List[str])")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("money-functions", prompts)
 
 
@@ -995,7 +1002,7 @@ def test_path_functions_are_every_combination_with_right_examples_and_disjoint_f
             PurePosixPath(p).name for p in paths if PurePosixPath(p).name.startswith(".")
         )
     sentence = "Return the paths under the src directory, each without its extension sorted alphabetically."
-    assert sentence in next(p for p in prompts if "def alphabetical_stems_in_src(paths: List[str])" in p)
+    assert sentence in _task_prompt(prompts, "alphabetical_stems_in_src(paths: List[str])")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("path-functions", prompts)
 
 
@@ -1029,7 +1036,7 @@ def test_binary_functions_are_every_combination_with_right_examples_and_disjoint
     for (binaries,), result in _doctest_examples(prompts, "count_over_ten"):
         assert result == sum(int(b, 2) > 10 for b in binaries)
     sentence = "Return the binary numbers with two 1 digits in a row, each plus one (in binary) joined by"
-    assert sentence in next(p for p in prompts if "def joined_incremented_double_ones(binaries:" in p)
+    assert sentence in _task_prompt(prompts, "joined_incremented_double_ones(binaries:")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("binary-functions", prompts)
 
 
@@ -1062,7 +1069,7 @@ def test_identifier_functions_are_every_combination_with_right_examples_and_disj
         kept = [i.upper() for i in identifiers if re.search("[0-9]", i)]
         assert result == (max(kept, key=len) if kept else None)
     sentence = "Return the identifiers of at most six characters, each in upper case joined by commas"
-    assert sentence in next(p for p in prompts if "def joined_upper_short(identifiers: List[str])" in p)
+    assert sentence in _task_prompt(prompts, "joined_upper_short(identifiers: List[str])")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("identifier-functions", prompts)
 
 
@@ -1093,7 +1100,7 @@ def test_color_functions_are_every_combination_with_right_examples_and_disjoint_
         kept = [c for c in colors if parts(c)[2] > max(parts(c)[:2])]
         assert result == (max(kept).upper() if kept else None)
     sentence = "Return all the colors, each with its hex digits in upper case joined by commas"
-    assert sentence in next(p for p in prompts if "def joined_upper_colors(colors: List[str])" in p)
+    assert sentence in _task_prompt(prompts, "joined_upper_colors(colors: List[str])")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("color-functions", prompts)
 
 
@@ -1119,7 +1126,7 @@ def test_email_functions_are_every_combination_with_right_examples_and_disjoint_
         kept = [e.lower() for e in emails if len(e.partition("@")[2]) >= 9]
         assert result == (max(kept, key=len) if kept else None)
     sentence = "the emails whose user name (the part before the @) has at most five characters, each in lower"
-    assert sentence in next(p for p in prompts if "def joined_lower_short_user(emails: List[str])" in p)
+    assert sentence in _task_prompt(prompts, "joined_lower_short_user(emails: List[str])")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("email-functions", prompts)
 
 
@@ -1145,7 +1152,7 @@ def test_people_functions_are_every_combination_with_right_examples_and_disjoint
         kept = [p["name"].upper() for p in people if len(p["name"]) >= 5]
         assert result == (max(kept, key=len) if kept else None)
     sentence = "Return the names of the people whose city is 'Oslo' in upper case joined by commas"
-    assert sentence in next(p for p in prompts if "def joined_upper_names_in_oslo(people: List[dict])" in p)
+    assert sentence in _task_prompt(prompts, "joined_upper_names_in_oslo(people: List[dict])")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("people-functions", prompts)
 
 
@@ -1189,7 +1196,7 @@ def test_sequence_functions_are_every_combination_with_right_examples_and_disjoi
     for (n,), result in _doctest_examples(prompts, "mean_even_powers_of_two"):
         assert result == (round(sum(2**k for k in range(1, n)) / (n - 1), 2) if n > 1 else 0.0)
     sentence = "Return the smallest of the odd numbers in the divisors of n, or None if there are none."
-    assert sentence in next(p for p in prompts if "def smallest_odd_divisors(n: int)" in p)
+    assert sentence in _task_prompt(prompts, "smallest_odd_divisors(n: int)")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("sequence-functions", prompts)
 
 
@@ -1227,7 +1234,7 @@ def test_stock_functions_are_every_combination_with_right_examples_and_disjoint_
         kept = [max(shelf.values()) for shop, shelf in stock.items() if len(shop) >= 5]
         assert result == (round(sum(kept) / len(kept), 2) if kept else 0.0)
     sentence = "Return the names of the shops with an item whose count is 0 in upper case joined by commas"
-    assert sentence in next(p for p in prompts if "def joined_upper_names_with_empty_shelf(stock: Dict" in p)
+    assert sentence in _task_prompt(prompts, "joined_upper_names_with_empty_shelf(stock: Dict")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("stock-functions", prompts)
 
 
@@ -1260,7 +1267,7 @@ def test_log_functions_are_every_combination_with_right_examples_and_disjoint_fr
     for (logs,), result in _doctest_examples(prompts, "list_first_words_long_messages"):
         assert result == [message(line).split(" ")[0] for line in logs if message(line).count(" ") >= 3]
     sentence = "Return the messages of the lines whose level is ERROR in upper case joined by commas"
-    assert sentence in next(p for p in prompts if "def joined_upper_messages_errors(logs: List" in p)
+    assert sentence in _task_prompt(prompts, "joined_upper_messages_errors(logs: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("log-functions", prompts)
 
 
@@ -1296,7 +1303,7 @@ def test_url_functions_are_every_combination_with_right_examples_and_disjoint_fr
         kept = [len(u) for u in urls if len(u) < 31]
         assert result == (round(sum(kept) / len(kept), 2) if kept else 0.0)
     sentence = "Return the hosts of the urls whose scheme is https joined by commas"
-    assert sentence in next(p for p in prompts if "def joined_hosts_secure(urls: List" in p)
+    assert sentence in _task_prompt(prompts, "joined_hosts_secure(urls: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("url-functions", prompts)
 
 
@@ -1337,7 +1344,7 @@ def test_ip_functions_are_every_combination_with_right_examples_and_disjoint_fro
         assert result == sorted(str(IPv4Network(f"{a}/24", strict=False).network_address)[:-2] for a in kept)
     assert seen_private and seen_public_172
     sentence = "Return the addresses whose last number is below 100 with every number padded to three digits"
-    assert sentence in next(p for p in prompts if "def joined_padded_low_last(addresses: List" in p)
+    assert sentence in _task_prompt(prompts, "joined_padded_low_last(addresses: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("ip-functions", prompts)
 
 
@@ -1383,7 +1390,7 @@ def test_point_functions_are_every_combination_with_right_examples_and_disjoint_
         seen_diagonal |= bool(diagonal)
     assert seen_axis and seen_diagonal
     sentence = "Return the sum of the y coordinates of the points above the x-axis (y positive)"
-    assert sentence in next(p for p in prompts if "def sum_ys_above(points: List[Tuple[int, int]])" in p)
+    assert sentence in _task_prompt(prompts, "sum_ys_above(points: List[Tuple[int, int]])")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("point-functions", prompts)
 
 
@@ -1422,7 +1429,7 @@ def test_card_functions_are_every_combination_with_right_examples_and_disjoint_f
         assert result == [len(c) for c in cards if suit(c) == "spades"]
     assert seen_ten or seen_ace
     sentence = "Return a list of the suit names of the number cards"
-    assert sentence in next(p for p in prompts if "def list_suits_numbered(cards: List" in p)
+    assert sentence in _task_prompt(prompts, "list_suits_numbered(cards: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("card-functions", prompts)
 
 
@@ -1462,7 +1469,7 @@ def test_chess_functions_are_every_combination_with_right_examples_and_disjoint_
         assert result == ["dark" if dark(q) else "light" for q in squares if q in ("d4", "d5", "e4", "e5")]
     assert seen_centre and seen_edge
     sentence = "Return a list of the names of the light squares"
-    assert sentence in next(p for p in prompts if "def list_upper_light(squares: List" in p)
+    assert sentence in _task_prompt(prompts, "list_upper_light(squares: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("chess-functions", prompts)
 
 
@@ -1500,8 +1507,7 @@ def test_note_functions_are_every_combination_with_right_examples_and_disjoint_f
         assert result == [n.lower() for n in notes if int(n[-1]) <= 3]
     assert seen_sharp and seen_natural
     sentence = "Return a list of the distances of the notes of octave 4"
-    header = "def list_steps_from_middle_c_middle_octave(notes: List"
-    assert sentence in next(p for p in prompts if header in p)
+    assert sentence in _task_prompt(prompts, "list_steps_from_middle_c_middle_octave(notes: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("note-functions", prompts)
 
 
@@ -1540,8 +1546,7 @@ def test_size_functions_are_every_combination_with_right_examples_and_disjoint_f
         assert result == [s.lower() for s in sizes]
     assert units_seen == {"B", "KB", "MB", "GB"}
     sentence = "Return a list of the sizes over 100 MB (1 KB is 1024 bytes, 1 MB 1024 KB, 1 GB 1024 MB) in"
-    header = "def list_kilobytes_over_100_mb(sizes: List"
-    assert sentence in next(p for p in prompts if header in p)
+    assert sentence in _task_prompt(prompts, "list_kilobytes_over_100_mb(sizes: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("size-functions", prompts)
 
 
@@ -1588,8 +1593,7 @@ def test_temperature_functions_are_every_combination_with_right_examples_and_dis
         assert result == [t.lower() for t in temperatures]
     assert units_seen == {"C", "F"}
     sentence = "Return a list of the temperatures below freezing (under 0 degrees Celsius, that is under 32"
-    header = "def list_degrees_celsius_freezing(temperatures: List"
-    assert sentence in next(p for p in prompts if header in p)
+    assert sentence in _task_prompt(prompts, "list_degrees_celsius_freezing(temperatures: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("temperature-functions", prompts)
 
 
@@ -1626,7 +1630,7 @@ def test_distance_functions_are_every_combination_with_right_examples_and_disjoi
     assert units_seen == {"km", "mi"}
     assert any(result for _, result in _doctest_examples(prompts, "list_whole_km_short"))  # keeps some
     sentence = "Return a list of the distances over 100 kilometres (a mile is 1609 metres) in whole miles"
-    assert sentence in next(p for p in prompts if "def list_whole_miles_long(distances: List" in p)
+    assert sentence in _task_prompt(prompts, "list_whole_miles_long(distances: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("distance-functions", prompts)
 
 
@@ -1658,7 +1662,7 @@ def test_percent_functions_are_every_combination_with_right_examples_and_disjoin
         assert result == [f"{100 - number(p)}%" for p in percents if number(p) < 10]
     assert any(result for _, result in _doctest_examples(prompts, "list_numbers_quarters"))  # keeps some
     sentence = "Return a list of the rest to 100 of each of the percentages of at least 60 (like '60%')"
-    assert sentence in next(p for p in prompts if "def list_rests_passing(percents: List" in p)
+    assert sentence in _task_prompt(prompts, "list_rests_passing(percents: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("percent-functions", prompts)
 
 
@@ -1696,7 +1700,7 @@ def test_seat_functions_are_every_combination_with_right_examples_and_disjoint_f
     assert letters_seen == set("ABCDEF")
     assert any(result for _, result in _doctest_examples(prompts, "list_rows_back"))  # keeps some
     sentence = "Return a list of the rows behind each of the seats in rows over 30 in a 40-row cabin"
-    assert sentence in next(p for p in prompts if "def list_rows_behind_back(seats: List" in p)
+    assert sentence in _task_prompt(prompts, "list_rows_behind_back(seats: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("seat-functions", prompts)
 
 
@@ -1743,7 +1747,7 @@ def test_ingredient_functions_are_every_combination_with_right_examples_and_disj
         assert result == [i.upper() for i in lines]
     assert units_seen == {"cup", "cups", "tbsp", "tsp"}
     sentence = "Return a list of the sweet lines (sugar, honey or cocoa) in teaspoons (a cup is 48, a tbsp 3"
-    assert sentence in next(p for p in prompts if "def list_teaspoons_sweet(ingredients: List" in p)
+    assert sentence in _task_prompt(prompts, "list_teaspoons_sweet(ingredients: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("ingredient-functions", prompts)
 
 
@@ -1777,7 +1781,7 @@ def test_match_functions_are_every_combination_with_right_examples_and_disjoint_
         assert value == [f"{goals(r)[0] + 1}-{goals(r)[1]}" for r in results if sum(goals(r)) % 2 == 0]
     assert any(value for _, value in _doctest_examples(prompts, "list_totals_draws"))  # keeps some
     sentence = "Return the winners of the results with more than four goals in all ('home', 'away' or 'draw')"
-    assert sentence in next(p for p in prompts if "def joined_winners_high_scoring(results: List" in p)
+    assert sentence in _task_prompt(prompts, "joined_winners_high_scoring(results: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("match-functions", prompts)
 
 
@@ -1809,7 +1813,7 @@ def test_dice_functions_are_every_combination_with_right_examples_and_disjoint_f
         assert value == ",".join(f"d{s}" for _, s, b in map(dice, rolls) if b == 0)
     assert any(value for _, value in _doctest_examples(prompts, "list_counts_with_bonus"))  # keeps some
     sentence = "Return a list of the rolls with a bonus (like '2d6+3') with twice the dice"
-    assert sentence in next(p for p in prompts if "def list_doubled_with_bonus(rolls: List" in p)
+    assert sentence in _task_prompt(prompts, "list_doubled_with_bonus(rolls: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("dice-functions", prompts)
 
 
@@ -1840,7 +1844,7 @@ def test_grade_functions_are_every_combination_with_right_examples_and_disjoint_
         assert value == ",".join(words[g[1:]] for g in grades if g[0] == "A")
     assert any(value for _, value in _doctest_examples(prompts, "list_points_unsigned"))  # keeps some
     sentence = "Return a list of the grades of C- or better one step up ('B+' becomes 'A-'"
-    assert sentence in next(p for p in prompts if "def list_raised_passing(grades: List" in p)
+    assert sentence in _task_prompt(prompts, "list_raised_passing(grades: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("grade-functions", prompts)
 
 
@@ -1872,7 +1876,7 @@ def test_compass_functions_are_every_combination_with_right_examples_and_disjoin
         assert value == ",".join(names[d] for d in directions if len(d) == 2)
     assert any(value for _, value in _doctest_examples(prompts, "list_bearings_cardinal"))  # keeps some
     sentence = "Return a list of the directions with a south part (S, SE or SW) turned a quarter turn"
-    assert sentence in next(p for p in prompts if "def list_turned_right_southern(directions: List" in p)
+    assert sentence in _task_prompt(prompts, "list_turned_right_southern(directions: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("compass-functions", prompts)
 
 
@@ -1904,7 +1908,7 @@ def test_phone_functions_are_every_combination_with_right_examples_and_disjoint_
         assert value == ",".join("***-***-" + n[-4:] for n in phones if n[-1] in "02468")
     assert any(value for _, value in _doctest_examples(prompts, "list_area_codes_toll_free"))  # keeps some
     sentence = "Return a list of the toll-free numbers (area code 800 or 888) with dots for dashes"
-    assert sentence in next(p for p in prompts if "def list_dotted_toll_free(phones: List" in p)
+    assert sentence in _task_prompt(prompts, "list_dotted_toll_free(phones: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("phone-functions", prompts)
 
 
@@ -1926,7 +1930,7 @@ def test_threshold_functions_are_every_combination_with_right_examples_and_disjo
     sentence = (
         "Return the sum of the squares of the numbers in the list greater than k (0 if there are none)."
     )
-    assert sentence in next(p for p in prompts if "def sum_squared_above_k(" in p)
+    assert sentence in _task_prompt(prompts, "sum_squared_above_k")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("threshold-functions", prompts)
 
 
@@ -1949,7 +1953,7 @@ def test_text_functions_are_every_combination_with_right_examples_and_disjoint_f
         counts = {c: text.count(c) for c in text}
         assert result == next((c for c in text if counts[c] == max(counts.values())), None)
     sentence = "Return the vowels in the text, in upper case, joined into one string in their original order."
-    assert sentence in next(p for p in prompts if "def joined_upper_vowels(" in p)
+    assert sentence in _task_prompt(prompts, "joined_upper_vowels")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("text-functions", prompts)
 
 
@@ -1977,7 +1981,7 @@ def test_position_functions_are_every_combination_with_right_examples_and_disjoi
     sentence = (
         "Return the sum of the numbers at odd positions of the list, counting from 0 (0 if there are none)."
     )
-    assert sentence in next(p for p in prompts if "def sum_odd_index(" in p)
+    assert sentence in _task_prompt(prompts, "sum_odd_index")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("position-functions", prompts)
 
 
@@ -1999,7 +2003,7 @@ def test_digit_functions_are_every_combination_with_right_examples_and_disjoint_
     for (n,), result in _doctest_examples(prompts, "mean_squared_digits"):
         assert result == round(sum(int(d) ** 2 for d in str(n)) / len(str(n)), 2)
     sentence = "Return the largest of the cubes of the digits of n less than 5, or None if there are none."
-    assert sentence in next(p for p in prompts if "def largest_cubed_small_digits(" in p)
+    assert sentence in _task_prompt(prompts, "largest_cubed_small_digits")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("digit-functions", prompts)
 
 
@@ -2023,7 +2027,7 @@ def test_pair_functions_are_every_combination_with_right_examples_and_disjoint_f
     sentence = (
         "Return the sum of the products of the pairs (a[i], b[i]) with a[i] > b[i] (0 if there are none)."
     )
-    assert sentence in next(p for p in prompts if "def sum_products_first_larger(" in p)
+    assert sentence in _task_prompt(prompts, "sum_products_first_larger")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("pair-functions", prompts)
 
 
@@ -2049,7 +2053,7 @@ def test_mapping_functions_are_every_combination_with_right_examples_and_disjoin
     sentence = (
         "Return the sum of the scores of the students with a score of at least 50 (0 if there are none)."
     )
-    assert sentence in next(p for p in prompts if "def sum_scores_passing(" in p)
+    assert sentence in _task_prompt(prompts, "sum_scores_passing")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("mapping-functions", prompts)
 
 
@@ -2075,7 +2079,7 @@ def test_sentence_functions_are_every_combination_with_right_examples_and_disjoi
         "Return the sum of the numbers of vowels in the words of the sentence that end with the letter s"
         " (0 if there are none)."
     )
-    assert sentence in next(p for p in prompts if "def sum_vowel_counts_plural(" in p)
+    assert sentence in _task_prompt(prompts, "sum_vowel_counts_plural")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("sentence-functions", prompts)
 
 
@@ -2101,7 +2105,7 @@ def test_grid_functions_are_every_combination_with_right_examples_and_disjoint_f
     for (grid,), result in _doctest_examples(prompts, "count_even_sum_rows"):
         assert result == sum(sum(row) % 2 == 0 for row in grid)
     sentence = "Return the sum of the sums of the rows of the grid that contain a zero (0 if there are none)."
-    assert sentence in next(p for p in prompts if "def sum_row_sums_rows_with_zero(" in p)
+    assert sentence in _task_prompt(prompts, "sum_row_sums_rows_with_zero")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("grid-functions", prompts)
 
 
@@ -2133,7 +2137,7 @@ def test_line_functions_are_every_combination_with_right_examples_and_disjoint_f
         "Return the sum of the sums of the digits in the lines of the text that start with '#'"
         " (0 if there are none)."
     )
-    assert sentence in next(p for p in prompts if "def sum_digit_sums_comment_lines(" in p)
+    assert sentence in _task_prompt(prompts, "sum_digit_sums_comment_lines")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("line-functions", prompts)
 
 
@@ -2165,7 +2169,7 @@ def test_field_functions_are_every_combination_with_right_examples_and_disjoint_
         "Return the sum of the numbers of digits in the fields of the record that are whole numbers once"
         " stripped of spaces (0 if there are none)."
     )
-    assert sentence in next(p for p in prompts if "def sum_digit_counts_number_fields(" in p)
+    assert sentence in _task_prompt(prompts, "sum_digit_counts_number_fields")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("field-functions", prompts)
 
 
