@@ -595,6 +595,7 @@ CODE_SOURCES = (
     "grade-functions",
     "compass-functions",
     "phone-functions",
+    "formula-functions",
 )
 
 
@@ -1910,6 +1911,45 @@ def test_phone_functions_are_every_combination_with_right_examples_and_disjoint_
     sentence = "Return a list of the toll-free numbers (area code 800 or 888) with dots for dashes"
     assert sentence in _task_prompt(prompts, "list_dotted_toll_free(phones: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("phone-functions", prompts)
+
+
+def test_formula_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import formula_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(formula_function_prompts, 7 * (4 * 9 + 4 * 4))
+    mass = {"C": 12, "H": 1, "N": 14, "O": 16, "S": 32, "Na": 23, "Cl": 35}  # written out here
+
+    # A formula read here independently of the source's code: {element: atoms}, in the written order.
+    def atoms(formula: str) -> dict[str, int]:
+        assert re.fullmatch(r"((?:Na|Cl|[CHNOS])[2-6]?){2,3}", formula), formula
+        parts = re.findall(r"(Na|Cl|[CHNOS])([2-6]?)", formula)
+        return {element: int(count or 1) for element, count in parts}
+
+    for (formulas,), value in _doctest_examples(prompts, "sum_masses_with_carbon"):
+        assert 3 <= len(formulas) <= 5 and len(set(formulas)) == len(formulas)
+        assert value == sum(
+            sum(mass[e] * n for e, n in atoms(f).items()) for f in formulas if "C" in atoms(f)
+        )
+    for (formulas,), value in _doctest_examples(prompts, "list_atoms_formulas"):
+        assert value == [sum(atoms(f).values()) for f in formulas]
+    for (formulas,), value in _doctest_examples(prompts, "list_hydrogens_with_oxygen"):
+        assert value == [atoms(f).get("H", 0) for f in formulas if "O" in atoms(f)]
+    for (formulas,), value in _doctest_examples(prompts, "list_elements_small"):
+        assert value == [len(atoms(f)) for f in formulas if sum(atoms(f).values()) <= 5]
+    for (formulas,), value in _doctest_examples(prompts, "list_element_lists_salts"):
+        assert value == ["-".join(atoms(f)) for f in formulas if {"Na", "Cl"} & set(atoms(f))]
+    for (formulas,), value in _doctest_examples(prompts, "list_doubled_two_elements"):
+        doubled = [
+            "".join(f"{e}{2 * n}" for e, n in atoms(f).items()) for f in formulas if len(atoms(f)) == 2
+        ]
+        assert value == doubled
+    for (formulas,), value in _doctest_examples(prompts, "joined_dehydrated_formulas"):
+        assert value == ",".join(re.sub(r"H\d*", "", f) for f in formulas)
+    assert any(value for _, value in _doctest_examples(prompts, "list_masses_no_hydrogen"))  # keeps some
+    sentence = "Return a list of the formulas with carbon (the element C, not Cl) in lower case"
+    assert sentence in _task_prompt(prompts, "list_lower_with_carbon(formulas: List")
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("formula-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

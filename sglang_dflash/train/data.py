@@ -472,6 +472,15 @@ And a fifty-first:
   brackets, masked) of each kept number and a summary (``sum_area_codes_toll_free(phones)``), every
   combination once (364 tasks).
 
+And a fifty-second:
+
+- ``formula-functions``: the same shape over chemical formulas (``formulas: List[str]``, two or three
+  of C, H, N, O, S, Na and Cl with their counts, like ``"C2H6O"``): a filter (with carbon, with
+  oxygen, two elements, sodium or chlorine, at most 5 atoms, no hydrogen, all), a change that makes
+  a number (the atoms, the elements, the hydrogens, the mass) or a text (the elements, every count
+  doubled, without hydrogen, lower case) of each kept formula and a summary
+  (``sum_masses_with_carbon(formulas)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -3843,6 +3852,76 @@ def phone_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 373, parts, "phones", "List[str]", _phone)
 
 
+# HumanEval-shaped tasks over chemical formulas (``formula-functions``: ``formulas`` is a list of
+# texts of two or three elements of C, H, N, O, S, Na and Cl, each followed by its count when above
+# one, like "C2H6O"); a filter over the formulas, a change that makes a number (the atoms, the
+# elements, the hydrogens, the mass) or a text (the elements, twice the atoms, without hydrogen, lower
+# case) of each kept formula and a summary, composed as the list tasks are.
+_ELEMENTS = ("C", "H", "N", "O", "S", "Na", "Cl")  # the order they are written in
+_MASS_NUMBERS = {"C": 12, "H": 1, "N": 14, "O": 16, "S": 32, "Na": 23, "Cl": 35}
+
+
+def _formula_parts(formula: str) -> list[tuple[str, int]]:
+    """Each element of the formula and its count, in order: 'C2H6O' [('C', 2), ('H', 6), ('O', 1)]."""
+    return [(element, int(count or 1)) for element, count in re.findall(r"([A-Z][a-z]?)(\d*)", formula)]
+
+
+def _formula(parts: Sequence[tuple[str, int]]) -> str:
+    """The formula of elements and their counts, a count of one left out: [('C', 1), ('O', 2)] 'CO2'."""
+    return "".join(f"{element}{count if count > 1 else ''}" for element, count in parts)
+
+
+def _atom_count(formula: str, element: str) -> int:
+    """The atoms of ``element`` in the formula (0 without it): ('C2H6O', 'H') 6."""
+    return dict(_formula_parts(formula)).get(element, 0)
+
+
+# fmt: off
+_FORMULA_FILTERS = (  # (name part, noun phrase, keep(formula))
+    ("with_carbon", "the formulas with carbon (the element C, not Cl)", lambda f: _atom_count(f, "C") > 0),
+    ("with_oxygen", "the formulas with oxygen (O)", lambda f: _atom_count(f, "O") > 0),
+    ("two_elements", "the formulas of exactly two elements", lambda f: len(_formula_parts(f)) == 2),
+    ("salts", "the formulas with sodium or chlorine (Na or Cl)", lambda f: bool({"Na", "Cl"} & {
+        element for element, _ in _formula_parts(f)})),
+    ("small", "the formulas of at most 5 atoms", lambda f: sum(n for _, n in _formula_parts(f)) <= 5),
+    ("no_hydrogen", "the formulas without hydrogen (H)", lambda f: _atom_count(f, "H") == 0),
+    ("formulas", "all the formulas", lambda f: True),
+)
+_FORMULA_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, formula -> number)
+    ("atoms", "the numbers of atoms ('C2H6O' 9) in each of {}",
+     lambda f: sum(n for _, n in _formula_parts(f))),
+    ("elements", "the numbers of different elements ('C2H6O' 3) in each of {}",
+     lambda f: len(_formula_parts(f))),
+    ("hydrogens", "the hydrogen atoms ('C2H6O' 6, 0 without H) in each of {}", lambda f: _atom_count(f, "H")),
+    ("masses", "the masses (C 12, H 1, N 14, O 16, S 32, Na 23, Cl 35 for each atom: 'C2H6O' 46) of {}",
+     lambda f: sum(_MASS_NUMBERS[element] * n for element, n in _formula_parts(f))),
+)
+_FORMULA_CHANGES = (  # (name part, phrase, formula -> text)
+    ("element_lists", "the elements of {} without their counts, joined by dashes ('C2H6O' becomes 'C-H-O')",
+     lambda f: "-".join(element for element, _ in _formula_parts(f))),
+    ("doubled", "{} with every count doubled ('C2H6O' becomes 'C4H12O2')",
+     lambda f: _formula([(element, 2 * n) for element, n in _formula_parts(f)])),
+    ("dehydrated", "{} without their hydrogen ('C2H6O' becomes 'C2O', 'H2O' becomes 'O')",
+     lambda f: _formula([(element, n) for element, n in _formula_parts(f) if element != "H"])),
+    ("lower", "{} in lower case ('NaCl' becomes 'nacl')", str.lower),
+)
+# fmt: on
+
+
+def _chemical_formula(rng: random.Random) -> str:
+    """Two or three different elements of ``_ELEMENTS`` in their written order, each 1 to 6 atoms."""
+    elements = sorted(rng.sample(_ELEMENTS, rng.randint(2, 3)), key=_ELEMENTS.index)
+    return _formula([(element, rng.randint(1, 6)) for element in elements])
+
+
+def formula_function_prompts(seed: int = 0) -> list[str]:
+    """Every chemical-formula filter x change x summary task over ``formulas: List[str]``, with 2-3
+    examples each: the number changes with the number summaries, the text changes with the word
+    summaries (joined by commas)."""
+    parts = (_FORMULA_FILTERS, _FORMULA_NUMBER_CHANGES, _FORMULA_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 379, parts, "formulas", "List[str]", _chemical_formula)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -6621,6 +6700,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "compass-functions": compass_function_prompts,
     "home-problems": lambda seed: home_problems(1000, seed),
     "phone-functions": phone_function_prompts,
+    "formula-functions": formula_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
