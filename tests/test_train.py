@@ -2604,6 +2604,16 @@ def test_acceptance_curve_chains_warm_started_runs(tmp_path):
     with open(second, "rb") as plain, gzip.open(compressed, "wb") as packed:
         packed.write(plain.read())
     assert curve.chain_runs([(first, []), (compressed, [str(tau)])], "cpu-hours") == hours
+    # A gzip-compressed tau file (earlier runs' folders keep them so) is the same set's point.
+    packed_tau = tmp_path / "tau-set.json.gz"
+    packed_tau.write_bytes(gzip.compress(tau.read_bytes()))
+    ends = [100.0, 160.0]
+    assert curve._tau_points([(first, []), (second, [str(packed_tau)])], ends) == curve._tau_points(
+        [(first, []), (second, [str(tau)])], ends
+    )
+    assert curve._tau_points([(first, [str(tau)]), (second, [str(packed_tau)])], ends) == {
+        "set": [(100.0, {"mean_tau": 1.6, "prompts": 3}), (160.0, {"mean_tau": 1.6, "prompts": 3})]
+    }
     out = tmp_path / "curve.png"
     assert curve.main(["--run", first, "--run", second, str(tau), "--out", str(out)]) == 0
     assert out.read_bytes()[:4] == b"\x89PNG"

@@ -5,7 +5,7 @@
     # a warm-started run (train --init-drafter) continues the curve of the run it started from:
     python -m sglang_dflash.train.curve --run RUN1/train_log.jsonl RUN1/tau-*.json \\
         --run RUN2/train_log.jsonl RUN2/tau-*.json --out tau-curve.png
-    # a log may be gzip-compressed (RUN/train_log.jsonl.gz): read as it is
+    # a log or tau file may be gzip-compressed (RUN/train_log.jsonl.gz, RUN/tau-SET.json.gz): read as it is
 
 The curve is the held-out teacher-forced estimate ``1 + heldout_accept`` logged during training
 (self-distilled held-out sequences, every block position, fixed anchors); measured tau files
@@ -23,14 +23,22 @@ import gzip
 import json
 import os
 from collections.abc import Sequence
+from typing import TextIO
+
+
+def _open_text(path: str) -> TextIO:
+    """``path`` opened for reading text, through gzip when it ends in ``.gz`` (the drafter folder keeps
+    earlier runs' logs and tau files compressed)."""
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
 
 
 def read_log(path: str) -> list[dict]:
-    """Rows of ``train_log.jsonl`` (or of ``train_log.jsonl.gz``, as the drafter folder keeps earlier
-    runs' logs); a resumed run may repeat steps, the last row per step wins."""
+    """Rows of ``train_log.jsonl`` (or of ``train_log.jsonl.gz``); a resumed run may repeat steps, the
+    last row per step wins."""
     rows: dict[int, dict] = {}
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
+    with _open_text(path) as f:
         for line in f:
             if line.strip():
                 row = json.loads(line)
@@ -101,13 +109,14 @@ def chain_runs(
 def _tau_points(
     runs: Sequence[tuple[str, Sequence[str]]], ends: Sequence[float]
 ) -> dict[str, list[tuple[float, dict]]]:
-    """Measured tau files per set name (``tau-SET.json``), each at the place its run ended."""
+    """Measured tau files per set name (``tau-SET.json`` or ``tau-SET.json.gz``), each at the place its
+    run ended."""
     points: dict[str, list[tuple[float, dict]]] = {}
     for (_, tau_paths), x in zip(runs, ends):
         for path in tau_paths:
-            with open(path, encoding="utf-8") as f:
+            with _open_text(path) as f:
                 result = json.load(f)
-            name = os.path.basename(path).removesuffix(".json").removeprefix("tau-")
+            name = os.path.basename(path).removesuffix(".gz").removesuffix(".json").removeprefix("tau-")
             points.setdefault(name, []).append((x, result))
     return points
 
