@@ -2258,6 +2258,8 @@ TEMPLATE_STORY_SOURCES = [
     ("pet-problems", "_PET_STORY_TEMPLATES", "pet_problems", 987),
     # three of the 1000 drawn stories repeat another
     ("home-problems", "_HOME_STORY_TEMPLATES", "home_problems", 997),
+    # six of the 1000 drawn stories repeat another
+    ("sport-problems", "_SPORT_STORY_TEMPLATES", "sport_problems", 994),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

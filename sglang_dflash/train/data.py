@@ -567,6 +567,13 @@ And a twenty-fourth:
   and vans, cleaning rotas, light bulbs and their watts, furniture and shelves, heating oil, a
   leaking tap, chores and pocket money.
 
+And a twenty-fifth:
+
+- ``sport-problems``: GSM8K-shaped stories from 40 further templates of sport: running laps and
+  training weeks, swimming lengths, cycling, a league's points for wins and draws, knockout
+  tournaments, team kits and match tickets, gyms and clubs, a coach's drills, free throws, a
+  marathon's training and a stadium's seats.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -6618,6 +6625,102 @@ def home_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_HOME_STORY_TEMPLATES, count, seed + 371)
 
 
+# GSM8K-shaped stories of sport (``sport-problems``): running laps and training weeks, swimming lengths,
+# cycling by the kilometer, a league's points for wins and draws, a tournament's rounds, team kits and
+# match tickets, a gym's fees, a coach's drills, free throws and their percent, a marathon's pace, a
+# club's members and a stadium's seats; every slot is filled by :func:`_story_values`.
+# fmt: off
+_SPORT_STORY_TEMPLATES = (
+    "{a} runs {z} laps of a {y}00-meter track every morning. How many kilometers does {a} run in {t} "
+    "days?",
+    "A football league gives 3 points for a win and 1 for a draw. {a}'s team won {x} games, drew {y} "
+    "and lost {z}. How many points does the team have?",
+    "{a} swims {x} lengths of a 25-meter pool on Monday and {y} more lengths on Wednesday than on "
+    "Monday. How many meters does {a} swim on the two days?",
+    "{a}'s club enters a knockout tournament of {slices} teams; half the teams go out each round. {x} "
+    "people watch each game and a ticket costs ${q}. How much ticket money do the games bring in?",
+    "A team buys {x} shirts at ${p} each and {x} pairs of socks at ${q} each. How much does the team's "
+    "kit cost?",
+    "{a} cycles {x} kilometers on Saturday and {y} kilometers more on Sunday. How many kilometers does "
+    "{a} cycle in {w} weekends like this?",
+    "A stadium has {x}00 seats. {pct}% of them are sold for Saturday's match. How many seats are still "
+    "empty?",
+    "Tickets for the match cost ${p} for adults and ${q} for children. {a} buys tickets for {z} adults "
+    "and {w} children. How much does {a} pay?",
+    "{a} made {x} free throws out of {x}0 tries last season. This season {a} made {y} more out of the "
+    "same number of tries. What percent of the tries did {a} make this season?",
+    "A gym charges ${x} a month or ${x}0 for a whole year. How much does {a} save in a year by paying "
+    "for the year at once?",
+    "A coach runs {w} drills in a practice, each {m} minutes long, with a {z}-minute break between two "
+    "drills. How many minutes does the practice last?",
+    "{a} trains for a marathon, running {y} kilometers in the first week and {z} kilometers more each "
+    "week after that. How many kilometers does {a} run in week {t}?",
+    "A basketball team scored {x} points in the first half and {y} more in the second half. Free "
+    "throws made {z}0% of the second half's points, rounded down. How many points did free throws make?",
+    "{a} skips rope {x}0 times a minute. How many skips does {a} make in {m} minutes of practice a day "
+    "for {w} days?",
+    "A tennis club has {x} members. Each member pays ${p}0 a month and the club pays ${y}00 a year for "
+    "the courts. How much money does the club have left after a year?",
+    "{a} rows {y} kilometers in {m} minutes. At that pace, how many minutes does it take {a} to row "
+    "{z}{y} kilometers?",
+    "In a relay race each of the {w} runners runs {y}00 meters. {a}'s team finishes in {h} minutes. "
+    "How many meters did the team run per minute?",
+    "{a}, {b} and {c} scored {s1}, {s2} and {s3} points in the archery contest. How many points "
+    "short of 300 did they fall together?",
+    "{a} books a swimming lane {h} hours a day for the club's training. Each swimmer trains for {m} "
+    "minutes. How many swimmers can use the lane in {w} days?",
+    "{a} buys running shoes for ${x}0 and a watch that costs {z} times as much. {a} pays with ${bill} "
+    "notes. How many notes does {a} need?",
+    "A cycling race has {w} stages of {x}0 kilometers each and one more stage of {y}0 kilometers. How "
+    "long is the race?",
+    "{a}'s team plays {t} home games and {w} away games. A bus to each away game costs ${p}0. How much "
+    "do the away trips cost?",
+    "{a} climbs a wall of {x} meters {y} times and a wall of {z}{w} meters {h} times. How many meters "
+    "does {a} climb?",
+    "A league of {slices} teams plays every other team twice, once at home and once away. Each game "
+    "sells {x}0 tickets at ${p}. How much ticket money does {a}'s league take in a season?",
+    "{a} lifts {x} kilograms and adds {q} kilograms every week. After {t} weeks {a} misses a week and "
+    "loses {y} kilograms. What does {a} lift then?",
+    "{a}'s school sports day has {w} events. Each event has {slices} runners and each runner gets {z} "
+    "stickers. Stickers come in sheets of {x}. How many sheets does {a} buy?",
+    "{a} walks {x}00 steps in {m} minutes. How many steps does {a} walk in {h} hours at that pace?",
+    "A soccer ball costs ${p} and a pump ${q}. The club buys {y} balls and {z} pumps and gets {pct}% "
+    "off. How much does the club pay?",
+    "{a} practiced golf for {m} minutes on each of {w} days and {b} practiced for {h} hours in all. "
+    "Who practiced longer, and by how many minutes?",
+    "{a}'s hockey team won {pct}% of its {x}0 games and drew {y}. How many games did it lose?",
+    "{a} swims a length in {y}0 seconds and {b} takes {z} seconds less. How many whole lengths does {b} "
+    "swim in {m} minutes?",
+    "The club's {x} members pay ${p} each for a trophy and ${q}0 each for a dinner. The trophy costs "
+    "${y}. How much is left from the trophy money?",
+    "A triathlon is {w} kilometers of swimming, {x} kilometers of cycling and {y} kilometers of running. "
+    "What percent of the race, rounded down, is the cycling?",
+    "{a} scored {y} goals in each of the first {z} games and {w} goals in the next game. How many goals "
+    "a game did {a} average?",
+    "A team's {slices} players each drink {y} bottles of water at a game. Bottles come in packs of {z}. "
+    "How many packs does the team need for {t} games?",
+    "{a} jogs {z} kilometers to the park, runs {w} laps of {y}00 meters there and jogs home. How many "
+    "meters does {a} cover?",
+    "A volleyball tournament has {w} pools of {z} teams, and every team in a pool plays every other "
+    "team in it once. Each game takes {m} minutes of court time. How many minutes of court time do the "
+    "pool games need?",
+    "{a} saves ${p} a week for a new bike that costs ${y}0 more than the ${x}0 {a} already has. How "
+    "many weeks until {a} can buy it?",
+    "A ski pass costs ${p}0 a day or ${x}0 for a week. {a} skis {w} days. Which is cheaper, and by "
+    "how much?",
+    "{a} does {x} push-ups on the first day and {y} more each day. How many push-ups does {a} do in "
+    "{z} days?",
+)
+# fmt: on
+
+
+def sport_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of sport (running, swimming and cycling, a league's points, tournaments,
+    kits and tickets, gyms, coaching, a marathon's training, clubs and stadiums), from
+    ``_SPORT_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_SPORT_STORY_TEMPLATES, count, seed + 383)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -6701,6 +6804,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "home-problems": lambda seed: home_problems(1000, seed),
     "phone-functions": phone_function_prompts,
     "formula-functions": formula_function_prompts,
+    "sport-problems": lambda seed: sport_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
