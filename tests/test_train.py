@@ -596,6 +596,7 @@ CODE_SOURCES = (
     "compass-functions",
     "phone-functions",
     "formula-functions",
+    "roman-functions",
 )
 
 
@@ -1950,6 +1951,59 @@ def test_formula_functions_are_every_combination_with_right_examples_and_disjoin
     sentence = "Return a list of the formulas with carbon (the element C, not Cl) in lower case"
     assert sentence in _task_prompt(prompts, "list_lower_with_carbon(formulas: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("formula-functions", prompts)
+
+
+def test_roman_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import roman_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(roman_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    # A numeral read here independently of the source's code: its hundreds, tens and ones, each one
+    # of the ten standard spellings of its place, below 200 (the drawn numerals' range).
+    places = [
+        ["", "C"],
+        ["", "X", "XX", "XXX", "XL", "L", "LX", "LXX", "LXXX", "XC"],
+        ["", "I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX"],
+    ]
+
+    def value(numeral: str) -> int:
+        match = re.fullmatch(r"(C?)(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})", numeral)
+        assert match and numeral, numeral
+        hundreds, tens, ones = (spellings.index(group) for spellings, group in zip(places, match.groups()))
+        return 100 * hundreds + 10 * tens + ones
+
+    def numeral(number: int) -> str:
+        return "C" * (number // 100) + places[1][number // 10 % 10] + places[2][number % 10]
+
+    assert [numeral(n) for n in (4, 9, 14, 40, 49, 90, 99, 144, 199)] == [
+        "IV", "IX", "XIV", "XL", "XLIX", "XC", "XCIX", "CXLIV", "CXCIX"
+    ]  # fmt: skip
+    for (numerals,), total in _doctest_examples(prompts, "sum_values_below_ten"):
+        assert 3 <= len(numerals) <= 5 and len(set(numerals)) == len(numerals)
+        assert total == sum(value(r) for r in numerals if value(r) < 10)
+    for (numerals,), result in _doctest_examples(prompts, "list_values_even"):
+        assert result == [value(r) for r in numerals if value(r) % 2 == 0]
+    for (numerals,), result in _doctest_examples(prompts, "list_letter_counts_numerals"):
+        assert result == [len(r) for r in numerals]
+    for (numerals,), result in _doctest_examples(prompts, "list_hundreds_digits_numerals"):
+        assert result == [value(r) // 100 for r in numerals]
+    for (numerals,), result in _doctest_examples(prompts, "list_distinct_letters_fives"):
+        assert result == [len(set(r)) for r in numerals if value(r) % 5 == 0]
+    for (numerals,), result in _doctest_examples(prompts, "list_next_numerals"):
+        assert result == [numeral(value(r) + 1) for r in numerals]
+    for (numerals,), result in _doctest_examples(prompts, "list_doubled_numerals"):
+        assert result == [numeral(2 * value(r)) for r in numerals]
+    for (numerals,), result in _doctest_examples(prompts, "joined_in_digits_short"):
+        assert result == ",".join(str(value(r)) for r in numerals if len(r) <= 3)
+    for (numerals,), result in _doctest_examples(prompts, "list_lower_subtractive"):
+        # IV, IX, XL, XC: the four pairs where a smaller letter stands before a larger one below 400
+        kept = [r for r in numerals if re.search("IV|IX|XL|XC", r)]
+        assert result == [r.lower() for r in kept]
+    assert any(value for _, value in _doctest_examples(prompts, "list_values_hundreds"))  # keeps some
+    sentence = "Return a list of the numerals of even numbers written in digits ('XIV' becomes '14')"
+    assert sentence in _task_prompt(prompts, "list_in_digits_even(numerals: List")
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("roman-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

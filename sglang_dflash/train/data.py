@@ -481,6 +481,15 @@ And a fifty-second:
   doubled, without hydrogen, lower case) of each kept formula and a summary
   (``sum_masses_with_carbon(formulas)``), every combination once (364 tasks).
 
+And a fifty-third:
+
+- ``roman-functions``: the same shape over Roman numerals (``numerals: List[str]``, the standard
+  numerals of I, V, X, L and C, like ``"XIV"``): a filter (below ten, even, with a smaller letter
+  before a larger one, at most 3 letters, 100 or more, multiples of 5, all), a change that makes a
+  number (the value, the letters, the hundreds digit, the different letters) or a text (lower case,
+  the next numeral, twice the value, in digits) of each kept numeral and a summary
+  (``sum_values_below_ten(numerals)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -3929,6 +3938,87 @@ def formula_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 379, parts, "formulas", "List[str]", _chemical_formula)
 
 
+# HumanEval-shaped tasks over Roman numerals (``roman-functions``: ``numerals`` is a list of texts
+# of the letters I, V, X, L and C written the standard way, a smaller letter before a larger one
+# taking itself away, for the numbers 1 to 399, like "XIV"); a filter over the numerals, a change that
+# makes a number (the value, the letters, the hundreds, the different letters) or a text (lower case,
+# the next numeral, the value doubled, the value in digits) of each kept numeral and a summary,
+# composed as the list tasks are.
+_ROMAN_LETTERS = (
+    ("C", 100),
+    ("XC", 90),
+    ("L", 50),
+    ("XL", 40),
+    ("X", 10),
+    ("IX", 9),
+    ("V", 5),
+    ("IV", 4),
+    ("I", 1),
+)
+
+
+def _roman(value: int) -> str:
+    """The standard Roman numeral of 1 <= ``value`` < 400: 14 'XIV', 399 'CCCXCIX'."""
+    if not 1 <= value < 400:
+        raise ValueError(f"value is {value}; expected 1 to 399 (the numerals use I, V, X, L and C)")
+    letters = []
+    for numeral, worth in _ROMAN_LETTERS:
+        count, value = divmod(value, worth)
+        letters.append(numeral * count)
+    return "".join(letters)
+
+
+def _roman_value(numeral: str) -> int:
+    """The number a standard Roman numeral of I, V, X, L and C writes: 'XIV' 14."""
+    worth = dict(_ROMAN_LETTERS)
+    values = [worth[letter] for letter in numeral]
+    return sum(-v if v < after else v for v, after in zip(values, [*values[1:], 0]))
+
+
+# fmt: off
+_ROMAN_FILTERS = (  # (name part, noun phrase, keep(numeral))
+    ("below_ten", "the numerals of numbers below 10", lambda r: _roman_value(r) < 10),
+    ("even", "the numerals of even numbers", lambda r: _roman_value(r) % 2 == 0),
+    ("subtractive", "the numerals with a smaller letter before a larger one (like IV or XC)",
+     lambda r: any(_roman_value(a) < _roman_value(b) for a, b in itertools.pairwise(r))),
+    ("short", "the numerals of at most 3 letters", lambda r: len(r) <= 3),
+    ("hundreds", "the numerals of 100 or more (with a C that counts 100)", lambda r: _roman_value(r) >= 100),
+    ("fives", "the numerals of multiples of 5", lambda r: _roman_value(r) % 5 == 0),
+    ("numerals", "all the numerals", lambda r: True),
+)
+_ROMAN_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, numeral -> number)
+    ("values", "the numbers ('XIV' 14) that {} stand for", _roman_value),
+    ("letter_counts", "the numbers of letters ('XIV' 3) in each of {}", len),
+    ("hundreds_digits", "the hundreds digits of the numbers ('CXL' 1, 'XIV' 0) of {}",
+     lambda r: _roman_value(r) // 100),
+    ("distinct_letters", "the numbers of different letters ('XIV' 3, 'XXX' 1) in each of {}",
+     lambda r: len(set(r))),
+)
+_ROMAN_CHANGES = (  # (name part, phrase, numeral -> text)
+    ("lower", "{} in lower case ('XIV' becomes 'xiv')", str.lower),
+    ("next", "{} each replaced by the numeral of the next number ('XIV' becomes 'XV', 'XIX' becomes 'XX')",
+     lambda r: _roman(_roman_value(r) + 1)),
+    ("doubled", "{} each replaced by the numeral of twice its number ('XIV' becomes 'XXVIII')",
+     lambda r: _roman(2 * _roman_value(r))),
+    ("in_digits", "{} written in digits ('XIV' becomes '14')", lambda r: str(_roman_value(r))),
+)
+# fmt: on
+
+
+def _roman_numeral(rng: random.Random) -> str:
+    """The numeral of a number below 10 a fifth of the time, of one from 10 to 199 otherwise (so that
+    twice it and the next still have numerals)."""
+    return _roman(rng.randint(1, 9) if rng.random() < 0.2 else rng.randint(10, 199))
+
+
+def roman_function_prompts(seed: int = 0) -> list[str]:
+    """Every Roman-numeral filter x change x summary task over ``numerals: List[str]``, with 2-3
+    examples each: the number changes with the number summaries, the text changes with the word
+    summaries (joined by commas)."""
+    parts = (_ROMAN_FILTERS, _ROMAN_NUMBER_CHANGES, _ROMAN_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 389, parts, "numerals", "List[str]", _roman_numeral)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -6805,6 +6895,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "phone-functions": phone_function_prompts,
     "formula-functions": formula_function_prompts,
     "sport-problems": lambda seed: sport_problems(1000, seed),
+    "roman-functions": roman_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
