@@ -583,6 +583,13 @@ And a twenty-fifth:
   tournaments, team kits and match tickets, gyms and clubs, a coach's drills, free throws, a
   marathon's training and a stadium's seats.
 
+And a twenty-sixth:
+
+- ``weather-problems``: GSM8K-shaped stories from 40 further templates of weather: rain by the
+  millimeter, snow that falls and melts, temperatures through a day, sunny and rainy days, rain
+  barrels and reservoirs, a weather station's means, umbrellas and ice cream sold by the weather,
+  storms, wind and frost.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -6811,6 +6818,99 @@ def sport_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_SPORT_STORY_TEMPLATES, count, seed + 383)
 
 
+# GSM8K-shaped stories of weather (``weather-problems``): rainfall by the millimeter and a week's total,
+# snow that falls and melts, temperatures that rise and fall through a day, sunny and rainy days in a
+# month, a rain barrel and a reservoir, a weather station's readings and their mean, umbrellas and ice
+# cream sold by the weather, a storm's wind and its hours, frost and the heating; every slot is filled
+# by :func:`_story_values`.
+# fmt: off
+_WEATHER_STORY_TEMPLATES = (
+    "It rained {x} millimeters on Monday, {y} millimeters more on Tuesday and half of Tuesday's rain on "
+    "Wednesday. How many millimeters of rain fell in the three days?",
+    "The temperature was {z} degrees at 6 in the morning and rose {y} degrees every hour until noon. What "
+    "was the temperature at noon?",
+    "{a}'s town had 1{y} sunny days in a 30-day month, and {z} of the other days had rain. How many days "
+    "were neither sunny nor rainy?",
+    "Snow fell {y} centimeters an hour for {t} hours, then {z} centimeters melted. How deep is the snow?",
+    "{a}'s rain barrel holds {x}0 liters. Every millimeter of rain on the roof adds {y} liters. How many "
+    "millimeters of rain fill the empty barrel, rounded up?",
+    "A weather station measured {s1}, {s2} and {s3} millimeters of rain in three months. What was the "
+    "mean monthly rainfall, rounded down?",
+    "A shop sells {y} umbrellas on a dry day and {z} times as many on a rainy day. Last week had {w} rainy "
+    "days. How many umbrellas did the shop sell in the 7 days?",
+    "{a} sells {x} ice creams on a day of 2{y} degrees and {q}0 more on a day of 3{y} degrees. How many "
+    "ice creams does {a} sell on {z} warm days and {w} hot days?",
+    "The reservoir holds {x}00 million liters. A dry month takes out {y}0 million liters and a storm puts "
+    "back {z}0 million. How much water is in it after the month and the storm?",
+    "The wind blew at {x} kilometers per hour and rose {pct}% during the storm. How fast did it blow in "
+    "the storm?",
+    "{a} shovels snow for {m} minutes each morning for {w} days and {b} shovels for {h} hours in all. Who "
+    "shovels longer, and by how many minutes?",
+    "It was {z} degrees below zero at night and {x} degrees above zero by the afternoon. How many degrees "
+    "did the temperature rise?",
+    "A city had {x} millimeters of rain in April. May had {pct}% more. How much rain fell in May?",
+    "{a} records the temperature {w} times a day for {t} days. How many readings does {a} write down?",
+    "A snowstorm drops {y} centimeters of snow on Friday and {z} centimeters on Saturday. On Sunday half "
+    "of the snow melts. How deep is the snow on Sunday evening?",
+    "The forecast gives a {pct}% chance of rain on each of the {x} days of {a}'s holiday. On how many "
+    "days, rounded down, should {a} expect rain?",
+    "{a}'s garden needs {y}0 liters of water a week. It rains {z} liters' worth this week. How many "
+    "watering cans of {w} liters does {a} still need, rounded up?",
+    "A ski resort had {x}0 centimeters of snow. It snowed {y} centimeters a day for {z} days and then {w} "
+    "centimeters melted each day for {q} days. How deep is the snow now?",
+    "The heating in {a}'s house turns on below {y} degrees. The temperature starts at 2{q} degrees and "
+    "falls {z} degrees an hour. After how many whole hours does the heating turn on?",
+    "Hailstones damaged {x} of the {x}{y} cars in a car park. What percent of the cars were not damaged, "
+    "rounded down?",
+    "A lake's ice is {y} centimeters thick and grows {q} centimeters a week. It is safe for skating at "
+    "{y}{z} centimeters. How many whole weeks until it is safe?",
+    "{a} drives {x}0 kilometers in the rain at {y}0 kilometers per hour and {p}0 kilometers in the sun at "
+    "{z}0 kilometers per hour more. How many hours does the drive take?",
+    "In a 30-day month it rained on {t} days. Each rainy day {a} takes the bus for ${q} instead of "
+    "walking. How much does {a} spend on the bus?",
+    "A weather balloon rises {y}0 meters a minute. How high is it after {m} minutes?",
+    "{a} sells hot chocolate for ${q} a cup: {x} cups on a cold day and half as many, rounded down, on a "
+    "mild day. How much does {a} take in a week of {z} cold days and the rest mild?",
+    "The sun rises at {h}:{m} and sets {t} hours and {z}0 minutes later. How many minutes of daylight are "
+    "there?",
+    "A flood raised the river {x}0 centimeters above its normal level. It falls {y} centimeters an hour. "
+    "How many hours until it is back to normal, rounded up?",
+    "{a} counted {x} lightning flashes in the first hour of the storm, {y} more in the second hour and "
+    "{z} fewer in the third hour than in the second. How many flashes did {a} count?",
+    "A town clears {y}0 kilometers of road of snow a day with {z} ploughs. How many kilometers does each "
+    "plough clear in {w} days?",
+    "The highest temperatures this week were 2{q}, 2{z}, 2{y}, 1{w}, 2{q}, 1{y} and 2{w} degrees. How many "
+    "days were above 20 degrees?",
+    "{a}'s rain gauge showed {x} millimeters on Sunday. By Saturday it showed {x}{y} millimeters. How "
+    "much did it rain on average each of the 6 days, rounded down?",
+    "A farm's {x}0 sheep each need {z} kilograms of hay a day while snow covers the grass. Snow covered it "
+    "for {w} days. How many kilograms of hay did the sheep eat?",
+    "It rains {y} days out of every {slices}. How many rainy days are there in {x}{y} days, rounded down?",
+    "A solar panel makes {y} kilowatt-hours on a sunny day and {q} on a cloudy one. June had 1{y} sunny "
+    "days and the rest of its 30 days were cloudy. How much did the panel make in June?",
+    "{a} and {b} build a snowman. {a} rolls a ball of {y}0 centimeters, {b} one of {z}0 centimeters, and "
+    "the head is {w}0 centimeters. How tall is the snowman if the balls are stacked?",
+    "A storm cut the power for {h} hours and {m} minutes. {a}'s freezer stays cold for 1{y} hours without "
+    "power. How many minutes to spare did it have?",
+    "A weather app costs ${q} a month or ${p}0 a year. Which way of paying is cheaper for {a} over {z} "
+    "years, and by how much?",
+    "Fog closed the airport for {h} hours. {x} flights an hour were delayed, each by an average of {m} "
+    "minutes. How many minutes of delay did the fog cause in all?",
+    "A wind turbine turns {x} times a minute in a light wind and {z} times as fast in a storm. How many "
+    "turns does it make in {m} minutes of storm?",
+    "{a} walks the dog for {m} minutes on a dry day and {y} minutes less on a wet day. This week had {z} "
+    "wet days. How many minutes did {a} walk the dog in the 7 days?",
+)
+# fmt: on
+
+
+def weather_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of weather (rain and snow, temperatures, sunny days, rain barrels and
+    reservoirs, a weather station, umbrellas and ice cream, storms and wind, frost and heating), from
+    ``_WEATHER_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_WEATHER_STORY_TEMPLATES, count, seed + 397)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -6896,6 +6996,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "formula-functions": formula_function_prompts,
     "sport-problems": lambda seed: sport_problems(1000, seed),
     "roman-functions": roman_function_prompts,
+    "weather-problems": lambda seed: weather_problems(1000, seed),
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
