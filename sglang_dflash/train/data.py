@@ -6825,30 +6825,31 @@ def sport_problems(count: int, seed: int = 0) -> list[str]:
 # by :func:`_story_values`.
 # fmt: off
 _WEATHER_STORY_TEMPLATES = (
-    "It rained {x} millimeters on Monday, {y} millimeters more on Tuesday and half of Tuesday's rain on "
-    "Wednesday. How many millimeters of rain fell in the three days?",
-    "The temperature was {z} degrees at 6 in the morning and rose {y} degrees every hour until noon. What "
-    "was the temperature at noon?",
+    "{a}'s rain gauge caught {x} millimeters on Monday, {y} millimeters more on Tuesday and half of "
+    "Tuesday's rain on Wednesday. How many millimeters of rain fell in the three days?",
+    "On {a}'s walk the temperature was {z} degrees at {w} in the morning and rose {y} degrees every hour "
+    "until noon. What was the temperature at noon?",
     "{a}'s town had 1{y} sunny days in a 30-day month, and {z} of the other days had rain. How many days "
     "were neither sunny nor rainy?",
-    "Snow fell {y} centimeters an hour for {t} hours, then {z} centimeters melted. How deep is the snow?",
+    "On {a}'s street snow fell {y} centimeters an hour for {t} hours, then {z} centimeters melted. How "
+    "deep is the snow?",
     "{a}'s rain barrel holds {x}0 liters. Every millimeter of rain on the roof adds {y} liters. How many "
     "millimeters of rain fill the empty barrel, rounded up?",
     "A weather station measured {s1}, {s2} and {s3} millimeters of rain in three months. What was the "
     "mean monthly rainfall, rounded down?",
-    "A shop sells {y} umbrellas on a dry day and {z} times as many on a rainy day. Last week had {w} rainy "
-    "days. How many umbrellas did the shop sell in the 7 days?",
+    "{a}'s shop sells {y} umbrellas on a dry day and {w} times as many on a rainy day. Last week had {z} "
+    "rainy days. How many umbrellas did the shop sell in the 7 days?",
     "{a} sells {x} ice creams on a day of 2{y} degrees and {q}0 more on a day of 3{y} degrees. How many "
     "ice creams does {a} sell on {z} warm days and {w} hot days?",
     "The reservoir holds {x}00 million liters. A dry month takes out {y}0 million liters and a storm puts "
     "back {z}0 million. How much water is in it after the month and the storm?",
-    "The wind blew at {x} kilometers per hour and rose {pct}% during the storm. How fast did it blow in "
-    "the storm?",
+    "The wind at {a}'s farm blew at {x} kilometers per hour and rose {pct}% during the storm. How fast did "
+    "it blow in the storm?",
     "{a} shovels snow for {m} minutes each morning for {w} days and {b} shovels for {h} hours in all. Who "
     "shovels longer, and by how many minutes?",
-    "It was {z} degrees below zero at night and {x} degrees above zero by the afternoon. How many degrees "
-    "did the temperature rise?",
-    "A city had {x} millimeters of rain in April. May had {pct}% more. How much rain fell in May?",
+    "It was {z} degrees below zero when {a} woke up and {x} degrees above zero by the afternoon. How many "
+    "degrees did the temperature rise?",
+    "{a}'s city had {x} millimeters of rain in April. May had {pct}% more. How much rain fell in May?",
     "{a} records the temperature {w} times a day for {t} days. How many readings does {a} write down?",
     "A snowstorm drops {y} centimeters of snow on Friday and {z} centimeters on Saturday. On Sunday half "
     "of the snow melts. How deep is the snow on Sunday evening?",
@@ -6862,13 +6863,14 @@ _WEATHER_STORY_TEMPLATES = (
     "falls {z} degrees an hour. After how many whole hours does the heating turn on?",
     "Hailstones damaged {x} of the {x}{y} cars in a car park. What percent of the cars were not damaged, "
     "rounded down?",
-    "A lake's ice is {y} centimeters thick and grows {q} centimeters a week. It is safe for skating at "
-    "{y}{z} centimeters. How many whole weeks until it is safe?",
+    "The ice on {a}'s lake is {y} centimeters thick and grows {q} centimeters a week. It is safe for "
+    "skating at {y}{z} centimeters. How many whole weeks until it is safe?",
     "{a} drives {x}0 kilometers in the rain at {y}0 kilometers per hour and {p}0 kilometers in the sun at "
     "{z}0 kilometers per hour more. How many hours does the drive take?",
     "In a 30-day month it rained on {t} days. Each rainy day {a} takes the bus for ${q} instead of "
     "walking. How much does {a} spend on the bus?",
-    "A weather balloon rises {y}0 meters a minute. How high is it after {m} minutes?",
+    "{a}'s class launches a weather balloon that rises {y}0 meters a minute. How high is it after {m} "
+    "minutes?",
     "{a} sells hot chocolate for ${q} a cup: {x} cups on a cold day and half as many, rounded down, on a "
     "mild day. How much does {a} take in a week of {z} cold days and the rest mild?",
     "The sun rises at {h}:{m} and sets {t} hours and {z}0 minutes later. How many minutes of daylight are "
@@ -6877,7 +6879,7 @@ _WEATHER_STORY_TEMPLATES = (
     "How many hours until it is back to normal, rounded up?",
     "{a} counted {x} lightning flashes in the first hour of the storm, {y} more in the second hour and "
     "{z} fewer in the third hour than in the second. How many flashes did {a} count?",
-    "A town clears {y}0 kilometers of road of snow a day with {z} ploughs. How many kilometers does each "
+    "{a}'s town clears {y}0 kilometers of road of snow a day with {z} ploughs. How many kilometers does each "
     "plough clear in {w} days?",
     "The highest temperatures this week were 2{q}, 2{z}, 2{y}, 1{w}, 2{q}, 1{y} and 2{w} degrees. How many "
     "days were above 20 degrees?",
@@ -6885,8 +6887,9 @@ _WEATHER_STORY_TEMPLATES = (
     "much did it rain on average each of the 6 days, rounded down?",
     "A farm's {x}0 sheep each need {z} kilograms of hay a day while snow covers the grass. Snow covered it "
     "for {w} days. How many kilograms of hay did the sheep eat?",
-    "It rains {y} days out of every {slices}. How many rainy days are there in {x}{y} days, rounded down?",
-    "A solar panel makes {y} kilowatt-hours on a sunny day and {q} on a cloudy one. June had 1{y} sunny "
+    "In {a}'s valley it rains {y} days out of every {slices}. How many rainy days are there in {x}{y} "
+    "days, rounded down?",
+    "{a}'s solar panel makes 1{y} kilowatt-hours on a sunny day and {q} on a cloudy one. June had 2{z} sunny "
     "days and the rest of its 30 days were cloudy. How much did the panel make in June?",
     "{a} and {b} build a snowman. {a} rolls a ball of {y}0 centimeters, {b} one of {z}0 centimeters, and "
     "the head is {w}0 centimeters. How tall is the snowman if the balls are stacked?",
