@@ -600,9 +600,14 @@ def test_the_cpu_recipe_trains_on_the_committed_stores_in_the_shipped_order(tmp_
     }
     env.pop("EXTRA_FEATURES", None)
     recipe = os.path.join(os.path.dirname(TOKEN_DATA), "recipe-cpu.sh")
-    proc = subprocess.run(["bash", recipe], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(["bash", recipe], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     args = calls.read_text().split("\n")
-    _assert_committed_stores_in_shipped_order(
-        args[args.index("--extra-features") + 1 : args.index("--num-chunks")]
-    )
+    extra = args[args.index("--extra-features") + 1 : args.index("--num-chunks")]
+    _assert_committed_stores_in_shipped_order(extra)
+    # Started from the repository root, the recipe names the drafter folder and its stores relative
+    # to it (what train_summary.json records), not by this checkout's absolute path.
+    drafter = os.path.relpath(os.path.dirname(TOKEN_DATA), ROOT)
+    assert args[args.index("--init-drafter") + 1] == drafter
+    assert args[args.index("--features") + 1] == os.path.join(drafter, "token-data", "default")
+    assert all(path.startswith(os.path.join(drafter, "token-data") + os.sep) for path in extra)

@@ -56,9 +56,13 @@
 #   COPY_TO=<this folder>              where the finished drafter's files go
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# The drafter folder as the train stage records it (train_summary.json: init_drafter, features,
+# extra_features): relative to where the recipe was started (the repository root in every command
+# here), so that a shipped summary names the stores, not this machine's checkout path.
+rel_here=$(realpath --relative-to=. "$here")
 evaldata=$(realpath "${EVAL_DATA:-$here/../../../shared/data}")
 work=${WORK:-$HOME/.cache/sglang-dflash/recipe-cpu}
-tokens=${TOKENS:-$here/token-data}
+tokens=${TOKENS:-$rel_here/token-data}
 mix=${SOURCES:-default}
 mix=${mix// /+}
 from_tokens=${FEATURES_FROM_TOKENS:-0}
@@ -135,7 +139,7 @@ if [[ -z ${EXTRA_FEATURES+set} ]]; then
 fi
 # Training continues from the committed drafter unless INIT_DRAFTER is set (set and empty: from the target).
 if [[ -z ${INIT_DRAFTER+set} && -f $here/model.safetensors ]]; then
-  INIT_DRAFTER=$here
+  INIT_DRAFTER=$rel_here
 fi
 
 # The training set is frozen the first time: chunks 0..NUM_CHUNKS-1 (all finished chunks from 0 on).
