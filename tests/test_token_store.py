@@ -2,6 +2,7 @@
 uninterrupted run, rebuild the features generation captures, and (the committed one) hold no
 evaluation prompt."""
 
+import copy
 import gzip
 import json
 import os
@@ -186,6 +187,34 @@ def test_adding_to_a_store_with_other_settings_or_another_target_is_refused(targ
         _generate(target, tmp_path / "s", _pool(8, seed=1))
     with pytest.raises(ValueError, match=r"--num-prompts is 9; expected 1..8"):
         _generate(target, tmp_path / "s", pool, num_prompts=9)
+
+
+def test_a_bf16_target_generates_its_own_greedy_tokens_into_a_store_that_records_the_dtype(target, tmp_path):
+    """gen-data --dtype bfloat16: the responses are the bf16 weights' greedy ones, the header says so
+    (a float32 run may not add to it), and the target's digest is the float32 one where the weights
+    are bf16 values (as a bf16 checkpoint's are)."""
+    bf16 = copy.deepcopy(target).to(torch.bfloat16)
+    widened = copy.deepcopy(bf16).to(torch.float32)  # float32 weights of exactly the bf16 values
+    pool = _pool(16)
+    _generate(bf16, tmp_path / "s", pool, max_new_tokens=30)
+    for record in TokenStore.open(str(tmp_path / "s")).records:
+        prompt = record["input_ids"][: record["loss_start"]]
+        plain = bf16.generate(torch.tensor([prompt]), max_new_tokens=30, do_sample=False, pad_token_id=0)
+        assert record["input_ids"] == plain[0].tolist()
+    settings = json.loads((tmp_path / "s" / "header.json").read_text())["settings"]
+    assert settings["generation"]["dtype"] == "bfloat16"
+    assert settings["target"]["weights_sha256"] == weights_sha256(widened)
+    with pytest.raises(ValueError, match=r"settings \{'generation'.*'dtype': 'bfloat16'.*differ"):
+        _generate(widened, tmp_path / "s", pool, max_new_tokens=30)
+    _generate(
+        widened, tmp_path / "f32", pool, max_new_tokens=30
+    )  # float32: no dtype named, as in every older store
+    assert "dtype" not in json.loads((tmp_path / "f32" / "header.json").read_text())["settings"]["generation"]
+    # The two dtypes' greedy responses differ somewhere (so the checks above tell one from the other).
+    responses = {
+        name: [r["input_ids"] for r in TokenStore.open(str(tmp_path / name)).records] for name in ("s", "f32")
+    }
+    assert responses["s"] != responses["f32"]
 
 
 def test_rebuilt_features_equal_those_captured_during_generation(target, tmp_path):
@@ -453,6 +482,7 @@ def test_gen_data_token_flags_are_checked(capsys, tmp_path):
         ("--tokens", "--backend", "sglang"): "--backend is 'sglang'; expected 'hf' with --tokens",
         ("--from-tokens", "t"): "--from-tokens is 't' without --features; expected --features",
         ("--from-tokens", "t", "--features"): "--target-layer-ids is None; expected the layers to keep",
+        ("--dtype", "bfloat16"): "--dtype is 'bfloat16' without --tokens; expected 'float32'",
     }
     for flags, message in cases.items():
         assert cli_main([*base, *flags]) == 2

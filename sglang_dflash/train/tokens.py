@@ -359,7 +359,9 @@ def generate_token_store(
     (:func:`read_pool`: pass it back to grow the store on another machine).  ``num_prompts``
     (default: the whole pool) counts prompts in whole chunks from the first.  With ``max_minutes``
     no new chunk starts after that many minutes.  ``shard=(i, n)`` generates only chunks ``c`` with
-    ``c % n == i`` (n processes fill one store side by side).
+    ``c % n == i`` (n processes fill one store side by side).  A target whose weights are not float32
+    (``gen-data --dtype bfloat16``) generates in their dtype, which joins the generation settings: a
+    store holds one dtype's responses, and float32 stores' settings stay as they were.
     """
     index, count = shard
     if not 0 <= index < count:
@@ -373,6 +375,7 @@ def generate_token_store(
     if len(prompts) != len(prompt_ids):
         raise ValueError(f"prompt ids are {len(prompt_ids)} lists; expected one per prompt ({len(prompts)})")
     started = time.time()
+    weights_dtype = next(target.parameters()).dtype
     settings = {
         "target": {"weights_sha256": weights_sha256(target)},
         "prompt_mix": {
@@ -386,6 +389,10 @@ def generate_token_store(
             "temperature": temperature,
             "seed": seed,
             "eos_token_id": eos_token_id,
+            # Only a non-float32 dtype is named: the stores made before the setting existed were float32.
+            **(
+                {} if weights_dtype == torch.float32 else {"dtype": str(weights_dtype).removeprefix("torch.")}
+            ),
         },
         "layout": {
             "chunk_size": chunk_size,
