@@ -597,6 +597,7 @@ CODE_SOURCES = (
     "phone-functions",
     "formula-functions",
     "roman-functions",
+    "isbn-functions",
 )
 
 
@@ -2004,6 +2005,52 @@ def test_roman_functions_are_every_combination_with_right_examples_and_disjoint_
     sentence = "Return a list of the numerals of even numbers written in digits ('XIV' becomes '14')"
     assert sentence in _task_prompt(prompts, "list_in_digits_even(numerals: List")
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("roman-functions", prompts)
+
+
+def test_isbn_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import isbn_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(isbn_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    # An ISBN-13 read here independently of the source's code: its five groups and its digits.
+    def groups(isbn: str) -> tuple[str, ...]:
+        return re.fullmatch(r"(97[89])-(\d)-(\d{3})-(\d{5})-(\d)", isbn).groups()
+
+    def digits(isbn: str) -> list[int]:
+        return [int(d) for d in "".join(groups(isbn))]
+
+    def is_valid(isbn: str) -> bool:  # the standard rule: all thirteen, weighted 1, 3, ..., sum to 0 mod 10
+        return sum(d * w for d, w in zip(digits(isbn), [1, 3] * 7)) % 10 == 0
+
+    assert is_valid("978-0-306-40615-7") and not is_valid("978-0-306-40615-1")
+    for (isbns,), total in _doctest_examples(prompts, "sum_check_digits_valid"):
+        assert 3 <= len(isbns) <= 5 and len(set(isbns)) == len(isbns)
+        assert total == sum(digits(n)[-1] for n in isbns if is_valid(n))
+    for (isbns,), result in _doctest_examples(prompts, "list_digit_sums_prefix_979"):
+        assert result == [sum(digits(n)) for n in isbns if groups(n)[0] == "979"]
+    for (isbns,), result in _doctest_examples(prompts, "list_groups_isbns"):
+        assert result == [int(groups(n)[1]) for n in isbns]
+    for (isbns,), result in _doctest_examples(prompts, "list_weighted_sums_isbns"):
+        assert result == [sum(d * w for d, w in zip(digits(n)[:12], [1, 3] * 6)) for n in isbns]
+    for (isbns,), result in _doctest_examples(prompts, "list_titles_english"):
+        assert result == [groups(n)[3] for n in isbns if groups(n)[1] in "01"]
+    for (isbns,), result in _doctest_examples(prompts, "list_digits_only_big_sum"):
+        assert result == ["".join(groups(n)) for n in isbns if sum(digits(n)) > 60]
+    for (isbns,), result in _doctest_examples(prompts, "list_corrected_isbns"):
+        # the one last digit that makes the number valid
+        fixed = [next(n[:-1] + str(d) for d in range(10) if is_valid(n[:-1] + str(d))) for n in isbns]
+        assert result == fixed and all(map(is_valid, result))
+    for (isbns,), result in _doctest_examples(prompts, "joined_spaced_low_publisher"):
+        assert result == ",".join(" ".join(groups(n)) for n in isbns if groups(n)[2][0] in "012")
+    for (isbns,), result in _doctest_examples(prompts, "list_check_digits_even_check"):
+        assert result == [digits(n)[-1] for n in isbns if digits(n)[-1] % 2 == 0]
+    assert any(value for _, value in _doctest_examples(prompts, "list_check_digits_valid"))  # keeps some
+    drawn = [n for (isbns,), _ in _doctest_examples(prompts, "list_corrected_isbns") for n in isbns]
+    assert not all(map(is_valid, drawn))  # some check digits are wrong: the correction changes something
+    sentence = "Return a list of the ISBNs that start with 979 with spaces for dashes"
+    assert sentence in _task_prompt(prompts, "list_spaced_prefix_979(isbns: List")
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("isbn-functions", prompts)
 
 
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():

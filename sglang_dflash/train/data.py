@@ -490,6 +490,15 @@ And a fifty-third:
   the next numeral, twice the value, in digits) of each kept numeral and a summary
   (``sum_values_below_ten(numerals)``), every combination once (364 tasks).
 
+And a fifty-fourth:
+
+- ``isbn-functions``: the same shape over ISBN-13 book numbers (``isbns: List[str]``, like
+  ``"978-0-306-40615-7"``, a third of them with a wrong check digit): a filter (a right check digit,
+  the prefix 979, group 0 or 1, an even last digit, a digit sum above 60, a publisher block from 0,
+  1 or 2, all), a change that makes a number (the check digit, the digit sum, the group, the
+  weighted sum) or a text (digits only, spaced, the title block, the check digit put right) of each
+  kept number and a summary (``sum_check_digits_valid(isbns)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -4026,6 +4035,80 @@ def roman_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 389, parts, "numerals", "List[str]", _roman_numeral)
 
 
+# HumanEval-shaped tasks over ISBN-13 book numbers (``isbn-functions``: ``isbns`` is a list of texts
+# of thirteen digits in five dashed groups, the prefix 978 or 979, the registration group, the
+# publisher, the title and the check digit, like "978-0-306-40615-7"); a filter over the numbers, a
+# change that makes a number (the check digit, the digit sum, the group, the weighted sum) or a text
+# (digits only, spaced, the title block, the check digit put right) of each kept number and a summary,
+# composed as the list tasks are.
+def _isbn_digits(isbn: str) -> list[int]:
+    """The thirteen digits without their dashes: '978-0-306-40615-7' [9, 7, 8, 0, 3, ...]."""
+    return [int(d) for d in isbn if d.isdigit()]
+
+
+def _isbn_weighted_sum(isbn: str) -> int:
+    """The first twelve digits weighted 1, 3, 1, 3, ...: what the check digit tops up to a multiple of 10."""
+    return sum(d * (3 if i % 2 else 1) for i, d in enumerate(_isbn_digits(isbn)[:12]))
+
+
+def _isbn_check_digit(isbn: str) -> int:
+    """The check digit the first twelve digits call for: (10 - weighted sum % 10) % 10."""
+    return (10 - _isbn_weighted_sum(isbn) % 10) % 10
+
+
+# fmt: off
+_ISBN_FILTERS = (  # (name part, noun phrase, keep(isbn))
+    ("valid", "the ISBNs whose check digit is right (the thirteen digits weighted 1, 3, 1, 3, ... sum to a "
+     "multiple of 10)", lambda n: _isbn_digits(n)[-1] == _isbn_check_digit(n)),
+    ("prefix_979", "the ISBNs that start with 979", lambda n: n.startswith("979")),
+    ("english", "the ISBNs of registration group 0 or 1 (the digit after the prefix)",
+     lambda n: n.split("-")[1] in ("0", "1")),
+    ("even_check", "the ISBNs whose last digit is even", lambda n: int(n[-1]) % 2 == 0),
+    ("big_sum", "the ISBNs whose thirteen digits sum to more than 60", lambda n: sum(_isbn_digits(n)) > 60),
+    ("low_publisher", "the ISBNs whose publisher block (the third group) starts with 0, 1 or 2",
+     lambda n: n.split("-")[2][0] in "012"),
+    ("isbns", "all the ISBNs", lambda n: True),
+)
+_ISBN_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, isbn -> number)
+    ("check_digits", "the last digits ('978-0-306-40615-7' 7) of {}", lambda n: int(n[-1])),
+    ("digit_sums", "the sums of the thirteen digits ('978-0-306-40615-7' 56) of {}",
+     lambda n: sum(_isbn_digits(n))),
+    ("groups", "the registration groups as numbers ('978-0-306-40615-7' 0) of {}",
+     lambda n: int(n.split("-")[1])),
+    ("weighted_sums", "the sums of the first twelve digits weighted 1, 3, 1, 3, ... "
+     "('978-0-306-40615-7' 93) of {}", _isbn_weighted_sum),
+)
+_ISBN_CHANGES = (  # (name part, phrase, isbn -> text)
+    ("digits_only", "{} with the dashes taken out ('978-0-306-40615-7' becomes '9780306406157')",
+     lambda n: n.replace("-", "")),
+    ("spaced", "{} with spaces for dashes ('978-0-306-40615-7' becomes '978 0 306 40615 7')",
+     lambda n: n.replace("-", " ")),
+    ("titles", "the title blocks (the fourth group: '978-0-306-40615-7' gives '40615') of {}",
+     lambda n: n.split("-")[3]),
+    ("corrected", "{} with the check digit put right ('978-0-306-40615-1' becomes '978-0-306-40615-7')",
+     lambda n: f"{n[:-1]}{_isbn_check_digit(n)}"),
+)
+# fmt: on
+
+
+def _isbn(rng: random.Random) -> str:
+    """One ISBN-13: the prefix 978 (979 a quarter of the time), a group digit, a three-digit publisher
+    and a five-digit title, and a check digit that is right two times in three (any other digit else)."""
+    prefix = "979" if rng.random() < 0.25 else "978"
+    body = f"{prefix}-{rng.randint(0, 9)}-{rng.randint(0, 999):03d}-{rng.randint(0, 99999):05d}"
+    right = _isbn_check_digit(body + "-0")
+    check = right if rng.random() < 2 / 3 else rng.choice([d for d in range(10) if d != right])
+    return f"{body}-{check}"
+
+
+def isbn_function_prompts(seed: int = 0) -> list[str]:
+    """Every ISBN filter x change x summary task over ``isbns: List[str]``, with 2-3 examples each: the
+    number changes with the number summaries, the text changes with the word summaries (joined by
+    commas)."""
+    parts = (_ISBN_FILTERS, _ISBN_NUMBER_CHANGES, _ISBN_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 401, parts, "isbns", "List[str]", _isbn)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -7000,6 +7083,7 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "sport-problems": lambda seed: sport_problems(1000, seed),
     "roman-functions": roman_function_prompts,
     "weather-problems": lambda seed: weather_problems(1000, seed),
+    "isbn-functions": isbn_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
