@@ -96,9 +96,9 @@ stage() {  # stage NAME COMMAND...: run and append its wall time to stages.jsonl
 
 # 1. Self-distillation into the committed token store of the prompt mix: the built-in prompts (disjoint
 #    from the evaluation sets, checked by --exclude), answered greedily by the target (float32 unless
-#    GEN_DTYPE says otherwise) in chunks of 32 prompts, up to 256 new tokens.  Only chunks missing from token-data/<mix> are generated (up to
-#    NUM_PROMPTS prompts of the pool), each written atomically.  GEN_PROCS single-thread processes fill
-#    every GEN_PROCS-th chunk each.
+#    GEN_DTYPE says otherwise) in chunks of 32 prompts, up to 256 new tokens.  Only chunks missing from
+#    token-data/<mix> are generated (up to NUM_PROMPTS prompts of the pool), each written atomically.
+#    GEN_PROCS single-thread processes fill every GEN_PROCS-th chunk each.
 gen() {
   local procs=${GEN_PROCS:-2} pids=() i
   for ((i = 0; i < procs; i++)); do
