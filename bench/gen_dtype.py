@@ -18,27 +18,21 @@ import time
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from sglang_dflash.evaluation import ConsistencyReport, first_divergence, teacher_forced_gaps
 from sglang_dflash.smollm2 import ensure_smollm2
 from sglang_dflash.train.data import builtin_prompts, chat_prompt_ids, generate_batch
 
 
 def _shared_prefix_share(reference: list[int], other: list[int]) -> float:
     """The share of ``reference``'s tokens before the two first differ."""
-    n = 0
-    while n < min(len(reference), len(other)) and reference[n] == other[n]:
-        n += 1
-    return n / max(1, len(reference))
+    divergence = first_divergence(reference, other)
+    return 1.0 if divergence is None else divergence / max(1, len(reference))
 
 
-@torch.inference_mode()
 def _argmax_share(target: torch.nn.Module, prompts: list[list[int]], responses: list[list[int]]) -> float:
-    """The share of response tokens that are ``target``'s greedy choice given everything before them."""
-    agree = total = 0
-    for prompt, response in zip(prompts, responses):
-        logits = target(input_ids=torch.tensor([prompt + response])).logits[0, len(prompt) - 1 : -1]
-        agree += int((logits.argmax(-1) == torch.tensor(response)).sum())
-        total += len(response)
-    return agree / max(1, total)
+    """The share of response tokens that are ``target``'s greedy choice given everything before them
+    (the bench's teacher-forced re-score, its argmax rate)."""
+    return ConsistencyReport.from_gaps(teacher_forced_gaps(target, prompts, responses)).argmax_rate
 
 
 def _timed(target: torch.nn.Module, prompts: list[list[int]], eos: int) -> tuple[list[list[int]], float]:

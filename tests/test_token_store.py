@@ -206,9 +206,8 @@ def test_a_bf16_target_generates_its_own_greedy_tokens_into_a_store_that_records
     assert settings["target"]["weights_sha256"] == weights_sha256(widened)
     with pytest.raises(ValueError, match=r"settings \{'generation'.*'dtype': 'bfloat16'.*differ"):
         _generate(widened, tmp_path / "s", pool, max_new_tokens=30)
-    _generate(
-        widened, tmp_path / "f32", pool, max_new_tokens=30
-    )  # float32: no dtype named, as in every older store
+    # float32: no dtype named, as in every older store
+    _generate(widened, tmp_path / "f32", pool, max_new_tokens=30)
     assert "dtype" not in json.loads((tmp_path / "f32" / "header.json").read_text())["settings"]["generation"]
     # The two dtypes' greedy responses differ somewhere (so the checks above tell one from the other).
     responses = {

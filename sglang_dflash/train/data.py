@@ -3971,6 +3971,7 @@ _ROMAN_LETTERS = (
     ("IV", 4),
     ("I", 1),
 )
+_ROMAN_LETTER_WORTH = {letter: worth for letter, worth in _ROMAN_LETTERS if len(letter) == 1}
 
 
 def _roman(value: int) -> str:
@@ -3986,8 +3987,7 @@ def _roman(value: int) -> str:
 
 def _roman_value(numeral: str) -> int:
     """The number a standard Roman numeral of I, V, X, L and C writes: 'XIV' 14."""
-    worth = dict(_ROMAN_LETTERS)
-    values = [worth[letter] for letter in numeral]
+    values = [_ROMAN_LETTER_WORTH[letter] for letter in numeral]
     return sum(-v if v < after else v for v, after in zip(values, [*values[1:], 0]))
 
 
@@ -3996,7 +3996,7 @@ _ROMAN_FILTERS = (  # (name part, noun phrase, keep(numeral))
     ("below_ten", "the numerals of numbers below 10", lambda r: _roman_value(r) < 10),
     ("even", "the numerals of even numbers", lambda r: _roman_value(r) % 2 == 0),
     ("subtractive", "the numerals with a smaller letter before a larger one (like IV or XC)",
-     lambda r: any(_roman_value(a) < _roman_value(b) for a, b in itertools.pairwise(r))),
+     lambda r: any(_ROMAN_LETTER_WORTH[a] < _ROMAN_LETTER_WORTH[b] for a, b in itertools.pairwise(r))),
     ("short", "the numerals of at most 3 letters", lambda r: len(r) <= 3),
     ("hundreds", "the numerals of 100 or more (with a C that counts 100)", lambda r: _roman_value(r) >= 100),
     ("fives", "the numerals of multiples of 5", lambda r: _roman_value(r) % 5 == 0),
