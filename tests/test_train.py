@@ -2709,6 +2709,11 @@ def test_acceptance_curve_chains_warm_started_runs(tmp_path):
     with open(second, "rb") as plain, gzip.open(compressed, "wb") as packed:
         packed.write(plain.read())
     assert curve.chain_runs([(first, []), (compressed, [str(tau)])], "cpu-hours") == hours
+    # So does a gzip-compressed summary beside it: its threads still count (2, not the default 1).
+    summary = tmp_path / "second" / "train_summary.json"
+    (tmp_path / "second" / "train_summary.json.gz").write_bytes(gzip.compress(summary.read_bytes()))
+    summary.unlink()
+    assert curve.chain_runs([(first, []), (compressed, [str(tau)])], "cpu-hours") == hours
     # A gzip-compressed tau file (earlier runs' folders keep them so) is the same set's point.
     packed_tau = tmp_path / "tau-set.json.gz"
     packed_tau.write_bytes(gzip.compress(tau.read_bytes()))

@@ -5,7 +5,8 @@
     # a warm-started run (train --init-drafter) continues the curve of the run it started from:
     python -m sglang_dflash.train.curve --run RUN1/train_log.jsonl RUN1/tau-*.json \\
         --run RUN2/train_log.jsonl RUN2/tau-*.json --out tau-curve.png
-    # a log or tau file may be gzip-compressed (RUN/train_log.jsonl.gz, RUN/tau-SET.json.gz): read as it is
+    # a log, tau or summary file may be gzip-compressed (RUN/train_log.jsonl.gz, RUN/tau-SET.json.gz,
+    # RUN/train_summary.json.gz): read as it is
 
 The curve is the held-out teacher-forced estimate ``1 + heldout_accept`` logged during training
 (self-distilled held-out sequences, every block position, fixed anchors); measured tau files
@@ -66,13 +67,19 @@ AXES = ("steps", "cpu-hours")
 def training_threads(log_path: str) -> int:
     """The training threads of the run whose log this is, from the ``train_summary.json`` beside it.
 
+    It may be gzip-compressed (``train_summary.json.gz``, as earlier runs' folders keep it).
     1 without that file or where the run left the thread count to torch (``threads`` unset): its
     CPU-hours are then a lower bound.
     """
-    summary = os.path.join(os.path.dirname(log_path), "train_summary.json")
-    if not os.path.exists(summary):
+    folder = os.path.dirname(log_path)
+    found = [
+        path
+        for path in (os.path.join(folder, name) for name in ("train_summary.json", "train_summary.json.gz"))
+        if os.path.exists(path)
+    ]
+    if not found:
         return 1
-    with open(summary, encoding="utf-8") as f:
+    with _open_text(found[0]) as f:
         return int(json.load(f)["config"].get("threads") or 1)
 
 
