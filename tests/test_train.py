@@ -598,6 +598,7 @@ CODE_SOURCES = (
     "formula-functions",
     "roman-functions",
     "isbn-functions",
+    "dna-functions",
 )
 
 
@@ -2053,6 +2054,48 @@ def test_isbn_functions_are_every_combination_with_right_examples_and_disjoint_f
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("isbn-functions", prompts)
 
 
+def test_dna_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import dna_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(dna_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    # A strand's pairs read here independently of the source's code: A with T, C with G.
+    partner = {"A": "T", "T": "A", "C": "G", "G": "C"}
+
+    def complement(strand: str) -> str:
+        return "".join(partner[letter] for letter in strand)
+
+    def gc(strand: str) -> int:
+        return sum(letter in "GC" for letter in strand)
+
+    for (strands,), total in _doctest_examples(prompts, "sum_lengths_gc_rich"):
+        assert 3 <= len(strands) <= 5 and len(set(strands)) == len(strands)
+        assert all(re.fullmatch(r"[ACGT]{4,12}", s) for s in strands)
+        assert total == sum(len(s) for s in strands if gc(s) > len(s) - gc(s))
+    for (strands,), result in _doctest_examples(prompts, "list_gc_counts_start_codon"):
+        assert result == [gc(s) for s in strands if s[:3] == "ATG"]
+    for (strands,), result in _doctest_examples(prompts, "list_a_counts_ends_gc"):
+        assert result == [s.count("A") for s in strands if s[-1] in "GC"]
+    for (strands,), result in _doctest_examples(prompts, "list_codon_counts_long"):
+        assert result == [len(s) // 3 for s in strands if len(s) > 8]
+    for (strands,), result in _doctest_examples(prompts, "list_complements_strands"):
+        assert result == [complement(s) for s in strands]
+    for (strands,), result in _doctest_examples(prompts, "list_reverse_complements_even_length"):
+        assert result == [complement(s)[::-1] for s in strands if len(s) % 2 == 0]
+    for (strands,), result in _doctest_examples(prompts, "list_rna_doubled_letter"):
+        doubled = [s for s in strands if any(s[i] == s[i + 1] for i in range(len(s) - 1))]
+        assert result == ["".join("U" if letter == "T" else letter for letter in s) for s in doubled]
+    for (strands,), result in _doctest_examples(prompts, "joined_lower_strands"):
+        assert result == ",".join(s.lower() for s in strands)
+    drawn = [s for (strands,), _ in _doctest_examples(prompts, "list_complements_strands") for s in strands]
+    assert any(s.startswith("ATG") for s in drawn) and not all(s.startswith("ATG") for s in drawn)
+    assert any(value for _, value in _doctest_examples(prompts, "list_lengths_start_codon"))  # keeps some
+    sentence = "Return a list of the reverse complements of the strands that start with ATG"
+    assert sentence in _task_prompt(prompts, "list_reverse_complements_start_codon(strands: List")
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("dna-functions", prompts)
+
+
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import threshold_function_prompts
 
@@ -2363,6 +2406,8 @@ TEMPLATE_STORY_SOURCES = [
     ("sport-problems", "_SPORT_STORY_TEMPLATES", "sport_problems", 994),
     # eleven of the 1000 drawn stories repeat another
     ("weather-problems", "_WEATHER_STORY_TEMPLATES", "weather_problems", 989),
+    # nine of the 1000 drawn stories repeat another
+    ("music-problems", "_MUSIC_STORY_TEMPLATES", "music_problems", 991),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

@@ -499,6 +499,15 @@ And a fifty-fourth:
   weighted sum) or a text (digits only, spaced, the title block, the check digit put right) of each
   kept number and a summary (``sum_check_digits_valid(isbns)``), every combination once (364 tasks).
 
+And a fifty-fifth:
+
+- ``dna-functions``: the same shape over DNA strands (``strands: List[str]``, 4 to 12 letters of A,
+  C, G and T, a third starting with the codon ATG, like ``"ATGCA"``): a filter (more G and C than A
+  and T, starting with ATG, an even length, ending with G or C, a doubled letter, more than 8
+  letters, all), a change that makes a number (the length, the G and C letters, the A letters, the
+  whole codons) or a text (the complement, the reverse complement, the RNA, lower case) of each kept
+  strand and a summary (``sum_lengths_gc_rich(strands)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -598,6 +607,13 @@ And a twenty-sixth:
   millimeter, snow that falls and melts, temperatures through a day, sunny and rainy days, rain
   barrels and reservoirs, a weather station's means, umbrellas and ice cream sold by the weather,
   storms, wind and frost.
+
+And a twenty-seventh:
+
+- ``music-problems``: GSM8K-shaped stories from 40 further templates of music: a band's tour and
+  its tickets, practice minutes and lessons, instruments and strings, albums by the minute and
+  second, choirs and orchestras by section, concerts by the clock, a playlist, streaming plays and
+  their pay, a record shop's sales.
 
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
@@ -4109,6 +4125,65 @@ def isbn_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 401, parts, "isbns", "List[str]", _isbn)
 
 
+# HumanEval-shaped tasks over DNA strands (``dna-functions``: ``strands`` is a list of texts of the
+# letters A, C, G and T, 4 to 12 long, a third of them starting with the codon ATG); a filter over
+# the strands, a change that makes a number (the length, the G and C letters, the A letters, the whole
+# codons) or a text (the complement, the reverse complement, the RNA, lower case) of each kept strand
+# and a summary, composed as the list tasks are.
+_DNA_PAIRS = str.maketrans("ACGT", "TGCA")
+
+
+def _dna_gc_count(strand: str) -> int:
+    """How many of the strand's letters are G or C: 'GATC' 2."""
+    return strand.count("G") + strand.count("C")
+
+
+# fmt: off
+_DNA_FILTERS = (  # (name part, noun phrase, keep(strand))
+    ("gc_rich", "the strands with more G and C letters than A and T letters",
+     lambda s: 2 * _dna_gc_count(s) > len(s)),
+    ("start_codon", "the strands that start with ATG", lambda s: s.startswith("ATG")),
+    ("even_length", "the strands of an even number of letters", lambda s: len(s) % 2 == 0),
+    ("ends_gc", "the strands that end with G or C", lambda s: s[-1] in "GC"),
+    ("doubled_letter", "the strands with the same letter twice in a row",
+     lambda s: any(a == b for a, b in itertools.pairwise(s))),
+    ("long", "the strands of more than 8 letters", lambda s: len(s) > 8),
+    ("strands", "all the strands", lambda s: True),
+)
+_DNA_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, strand -> number)
+    ("lengths", "the lengths ('ATGCA' 5) of {}", len),
+    ("gc_counts", "the numbers of G and C letters ('GATC' 2) in each of {}", _dna_gc_count),
+    ("a_counts", "the numbers of A letters ('AATG' 2) in each of {}", lambda s: s.count("A")),
+    ("codon_counts", "the numbers of whole codons of three letters ('ATGCA' 1) in each of {}",
+     lambda s: len(s) // 3),
+)
+_DNA_CHANGES = (  # (name part, phrase, strand -> text)
+    ("complements", "the complements of {} (A and T swapped, C and G swapped: 'ATGC' becomes 'TACG')",
+     lambda s: s.translate(_DNA_PAIRS)),
+    ("reverse_complements", "the reverse complements of {} (the complement read backwards: 'ATGC' "
+     "becomes 'GCAT')", lambda s: s.translate(_DNA_PAIRS)[::-1]),
+    ("rna", "{} written as RNA (every T becomes U: 'ATGC' becomes 'AUGC')", lambda s: s.replace("T", "U")),
+    ("lower", "{} in lower case ('ATGC' becomes 'atgc')", str.lower),
+)
+# fmt: on
+
+
+def _dna_strand(rng: random.Random) -> str:
+    """A strand of 4 to 12 letters of ACGT; a third of them start with the codon ATG (so that the filter
+    on it keeps some in most examples)."""
+    length = rng.randint(4, 12)
+    start = "ATG" if rng.random() < 1 / 3 else ""
+    return start + "".join(rng.choice("ACGT") for _ in range(length - len(start)))
+
+
+def dna_function_prompts(seed: int = 0) -> list[str]:
+    """Every DNA filter x change x summary task over ``strands: List[str]``, with 2-3 examples each: the
+    number changes with the number summaries, the text changes with the word summaries (joined by
+    commas)."""
+    parts = (_DNA_FILTERS, _DNA_NUMBER_CHANGES, _DNA_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 419, parts, "strands", "List[str]", _dna_strand)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -6997,6 +7072,103 @@ def weather_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_WEATHER_STORY_TEMPLATES, count, seed + 397)
 
 
+# GSM8K-shaped stories of music (``music-problems``): a band's tour and its tickets, practice minutes
+# and lessons, instruments and strings bought and replaced, albums and songs by the minute and second,
+# choirs and orchestras by section, concerts by the clock, a playlist, streaming plays and their pay,
+# a record shop's sales; every slot is filled by :func:`_story_values`.
+# fmt: off
+_MUSIC_STORY_TEMPLATES = (
+    "{a}'s band plays {w} concerts on its tour. Each concert sells {x}0 tickets at ${p} each. How much "
+    "money do the tickets bring in?",
+    "{a} practices the violin for {m} minutes on each weekday and {y}0 minutes on each day of the weekend. "
+    "How many minutes does {a} practice in {z} weeks?",
+    "A music shop sells guitars for ${x}0 and amplifiers for ${p}0. {a} buys {q} guitars and {z} "
+    "amplifiers for the school band. How much does {a} spend?",
+    "{a}'s new album has {t} songs. Each song lasts {z} minutes and {m} seconds. How many seconds long is "
+    "the album?",
+    "A choir has {x}0 singers. {pct}% of them sing soprano and the rest split evenly between alto and "
+    "bass. How many sing alto, rounded down?",
+    "{a} adds {y} songs to a playlist every day for {t} days and then removes {z} songs that {a} no "
+    "longer likes. How many songs are on the playlist?",
+    "Piano lessons cost ${p} for {m} minutes. {a} takes {w} lessons of {m} minutes and one lesson twice "
+    "as long at the same rate. How much does {a} pay for the lessons?",
+    "A concert hall has {x} rows of {t}0 seats. {pct}% of the seats were sold for the first show. How "
+    "many seats were empty at the first show?",
+    "{a} knows {y} chords on the guitar and learns {z} new chords every week. How many chords will {a} "
+    "know after {t} weeks?",
+    "A drummer hits the snare {x} times a minute in a song that lasts {z} minutes and {m} seconds. How "
+    "many times does the drummer hit the snare?",
+    "{a} saves ${y} a week for a ${x}0 keyboard, and {b} gives {a} ${p} toward it. How many whole weeks "
+    "must {a} save, rounded up?",
+    "The school orchestra has {x}0 students: {y} play the flute, {w} times as many play the violin and "
+    "the rest play the drums. How many students play the drums?",
+    "A song earns ${q} for every 1000 plays. {a}'s song was played {x}000 times in its first month and "
+    "{pct}% more in its second. How much did the song earn in the two months?",
+    "{a} restrings {w} guitars with 6 strings each and {z} basses with 4 strings each. A string costs "
+    "${q}. How much do the new strings cost?",
+    "A music festival lasts {z} days with {w} bands a day, and each band plays for {m} minutes. How many "
+    "hours of music are played at the festival, rounded down?",
+    "{a} sings at {w} weddings a month and earns ${x} a wedding plus ${p} in tips each time. How much "
+    "does {a} earn in {t} months?",
+    "A record shop had {x}0 vinyl records. It sold {y}0 on Saturday and half of the rest, rounded down, "
+    "on Sunday. How many records are left?",
+    "{a}'s metronome ticks {x}{y} beats a minute. How many beats does it tick while {a} practices scales "
+    "for {m} minutes?",
+    "An opera ticket costs ${x}0 for an adult and ${p} less for a child. {a} buys {z} adult tickets and "
+    "{w} child tickets. How much does {a} pay?",
+    "{a} practiced the trumpet {s1} minutes in the first week, {s2} in the second and {s3} in the third. "
+    "What was the mean practice time a week, rounded down?",
+    "The band's van uses {y} liters of fuel every 100 kilometers. The tour covers {x}00 kilometers and "
+    "fuel costs ${q} a liter. How much does the fuel for the tour cost?",
+    "{a} writes {z} songs a month. Each song takes {h} hours to write and {y} hours to record. How many "
+    "hours does {a} spend on songs in {w} months?",
+    "A guitar costs ${x}0. The music shop takes {pct}% off, and {a} also buys a case for ${p}. How much "
+    "does {a} pay in all?",
+    "{a}'s piano has {y}{z} keys out of tune, and the tuner fixes {w} keys every ten minutes. How many "
+    "minutes does the tuning take, rounded up to the next ten minutes?",
+    "The marching band has {w} rows of {t} players. On the day of the parade {z} players are sick and {q} "
+    "new players join. How many players march?",
+    "{a} buys {w} packs of guitar picks with {slices} picks in each and loses {y} picks a month. How many "
+    "whole months do the picks last?",
+    "A concert starts at {h}:{m} in the evening. It has {t} songs of {z} minutes each and a {y}0-minute "
+    "break. At what time does it end?",
+    "{a} and {b} sell CDs after a show. {a} sells {x}, {b} sells {y} more than {a}, and each CD costs "
+    "${p}. How much money do they take in?",
+    "A music teacher has {x} students who each pay ${p}0 a month. The teacher rents a studio for ${y}0 a "
+    "month. How much does the teacher keep in {z} months?",
+    "{a} listens to music for {m} minutes on the bus each way to school, {w} days a week. How many hours "
+    "is that in {t} weeks, rounded down?",
+    "A drum kit has {w} drums and {z} cymbals. The music school owns {y} drum kits. How many drums and "
+    "cymbals does the school own?",
+    "The radio station plays {t} songs an hour and {pct}% of them are new songs. How many new songs does it "
+    "play in {hours} hours, rounded down?",
+    "{a}'s choir sells {x} cakes at ${q} each and {y}0 cups of juice at half a dollar each for its trip. "
+    "How much money does the choir raise?",
+    "A piano piece has {x} bars of {z} beats each, and {a} plays it at {y}0 beats a minute. How many "
+    "minutes does the piece take, rounded up?",
+    "{a} buys a ukulele for ${x} and {w} songbooks for ${q} each and pays with a $100 bill. How much "
+    "change does {a} get back?",
+    "An orchestra of {x}{y} musicians travels to a concert by bus. Each bus seats {slices} musicians. "
+    "How many buses does the orchestra need?",
+    "{a} plays {z} songs at every lesson and plays each song {w} times. How many times does {a} play a "
+    "song in {t} lessons?",
+    "A charity concert raised ${x}00. The hall took {pct}% and the {w} band members shared the rest "
+    "equally. How much did each member get, rounded down?",
+    "{a}'s guitar string breaks every {y} weeks and a new string costs ${q}. How much does {a} spend on "
+    "strings in {x} weeks, counting only whole breaks?",
+    "Each of the {w} members of {a}'s band practices {h} hours a week alone, and the band practices {z} "
+    "hours a week together. How many hours does each member practice in {t} weeks?",
+)
+# fmt: on
+
+
+def music_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of music (a band's tour and tickets, practice and lessons, instruments and
+    strings, albums and songs, choirs and orchestras, concerts by the clock, playlists and streaming, a
+    record shop), from ``_MUSIC_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_MUSIC_STORY_TEMPLATES, count, seed + 409)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -7084,6 +7256,8 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "roman-functions": roman_function_prompts,
     "weather-problems": lambda seed: weather_problems(1000, seed),
     "isbn-functions": isbn_function_prompts,
+    "music-problems": lambda seed: music_problems(1000, seed),
+    "dna-functions": dna_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
