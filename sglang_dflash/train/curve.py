@@ -71,15 +71,14 @@ def training_threads(log_path: str) -> int:
     1 without that file or where the run left the thread count to torch (``threads`` unset): its
     CPU-hours are then a lower bound.
     """
-    folder = os.path.dirname(log_path)
-    found = [
-        path
-        for path in (os.path.join(folder, name) for name in ("train_summary.json", "train_summary.json.gz"))
-        if os.path.exists(path)
-    ]
-    if not found:
+    paths = (
+        os.path.join(os.path.dirname(log_path), name)
+        for name in ("train_summary.json", "train_summary.json.gz")
+    )
+    summary = next((path for path in paths if os.path.exists(path)), None)
+    if summary is None:
         return 1
-    with _open_text(found[0]) as f:
+    with _open_text(summary) as f:
         return int(json.load(f)["config"].get("threads") or 1)
 
 
