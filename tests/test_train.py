@@ -11,6 +11,7 @@ import os
 import random
 import re
 import statistics
+import string
 import subprocess
 import sys
 import types
@@ -599,6 +600,7 @@ CODE_SOURCES = (
     "roman-functions",
     "isbn-functions",
     "dna-functions",
+    "password-functions",
 )
 
 
@@ -2096,6 +2098,49 @@ def test_dna_functions_are_every_combination_with_right_examples_and_disjoint_fr
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("dna-functions", prompts)
 
 
+def test_password_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import password_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(password_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    # A password's characters read here independently of the source's code, by regular expressions.
+    def count(pattern: str, password: str) -> int:
+        return len(re.findall(pattern, password))
+
+    def strong(password: str) -> bool:
+        return len(password) >= 8 and count("[0-9]", password) > 0 and count("[A-Z]", password) > 0
+
+    for (passwords,), total in _doctest_examples(prompts, "sum_lengths_strong"):
+        assert 3 <= len(passwords) <= 5 and len(set(passwords)) == len(passwords)
+        assert all(re.fullmatch(r"[!@#$%&*]?[0-9]{0,4}[A-Za-z]+[0-9]{0,4}[!@#$%&*]?", p) for p in passwords)
+        assert total == sum(len(p) for p in passwords if strong(p))
+    for (passwords,), result in _doctest_examples(prompts, "list_digit_counts_has_symbol"):
+        assert result == [count("[0-9]", p) for p in passwords if count("[!@#$%&*]", p)]
+    for (passwords,), result in _doctest_examples(prompts, "list_upper_counts_letter_first"):
+        assert result == [count("[A-Z]", p) for p in passwords if re.match("[A-Za-z]", p)]
+    for (passwords,), result in _doctest_examples(prompts, "list_kinds_passwords"):
+        kinds = ("[a-z]", "[A-Z]", "[0-9]", "[!@#$%&*]")
+        assert result == [sum(count(kind, p) > 0 for kind in kinds) for p in passwords]
+    for (passwords,), result in _doctest_examples(prompts, "list_masked_short"):
+        assert result == [re.sub(".(?=..)", "*", p) for p in passwords if len(p) < 8]
+    for (passwords,), result in _doctest_examples(prompts, "list_backwards_has_digit"):
+        assert result == ["".join(reversed(p)) for p in passwords if count("[0-9]", p)]
+    for (passwords,), result in _doctest_examples(prompts, "list_letters_only_no_upper"):
+        assert result == [re.sub("[^a-z]", "", p) for p in passwords if not count("[A-Z]", p)]
+    for (passwords,), result in _doctest_examples(prompts, "joined_swapped_case_passwords"):
+        lower, upper = string.ascii_lowercase, string.ascii_uppercase
+        swap = str.maketrans(lower + upper, upper + lower)
+        assert result == ",".join(p.translate(swap) for p in passwords)
+    drawn = [p for (passwords,), _ in _doctest_examples(prompts, "list_kinds_passwords") for p in passwords]
+    assert any(not re.match("[A-Za-z]", p) for p in drawn) and any(count("[A-Z]", p) for p in drawn)
+    strong_tasks = ("list_lengths_strong", "list_digit_counts_strong", "list_backwards_strong")
+    assert any(value for task in strong_tasks for _, value in _doctest_examples(prompts, task))  # keeps some
+    sentence = "Return a list of the passwords of fewer than 8 characters read backwards"
+    assert sentence in _task_prompt(prompts, "list_backwards_short(passwords: List")
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("password-functions", prompts)
+
+
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import threshold_function_prompts
 
@@ -2408,6 +2453,8 @@ TEMPLATE_STORY_SOURCES = [
     ("weather-problems", "_WEATHER_STORY_TEMPLATES", "weather_problems", 989),
     # nine of the 1000 drawn stories repeat another
     ("music-problems", "_MUSIC_STORY_TEMPLATES", "music_problems", 991),
+    # ten of the 1000 drawn stories repeat another
+    ("factory-problems", "_FACTORY_STORY_TEMPLATES", "factory_problems", 990),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

@@ -508,6 +508,16 @@ And a fifty-fifth:
   whole codons) or a text (the complement, the reverse complement, the RNA, lower case) of each kept
   strand and a summary (``sum_lengths_gc_rich(strands)``), every combination once (364 tasks).
 
+And a fifty-sixth:
+
+- ``password-functions``: the same shape over passwords (``passwords: List[str]``, a word,
+  capitalised two times in five, with 0-4 digits and a symbol of ``!@#$%&*`` two times in five, like
+  ``"River42!"``): a filter (at least 8 characters with a digit and an upper-case letter, a digit, a
+  symbol, fewer than 8 characters, no upper-case letter, a letter first, all), a change that makes a
+  number (the length, the digits, the upper-case letters, the kinds of character) or a text (masked
+  but the last two, backwards, the letters only, the case swapped) of each kept password and a
+  summary (``sum_lengths_strong(passwords)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -614,6 +624,13 @@ And a twenty-seventh:
   its tickets, practice minutes and lessons, instruments and strings, albums by the minute and
   second, choirs and orchestras by section, concerts by the clock, a playlist, streaming plays and
   their pay, a record shop's sales.
+
+And a twenty-eighth:
+
+- ``factory-problems``: GSM8K-shaped stories from 40 further templates of a factory: production
+  lines and shifts, machines and their output, boxes, pallets and trucks, inspection and faulty
+  parts, a warehouse's stock, pay and overtime, materials bought and used, a machine that pays for
+  itself; every answer at or above zero over the slots' ranges.
 
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
@@ -4184,6 +4201,73 @@ def dna_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 419, parts, "strands", "List[str]", _dna_strand)
 
 
+# HumanEval-shaped tasks over passwords (``password-functions``: ``passwords`` is a list of texts
+# made the way people make them, a word, capitalised two times in five, with 0-4 digits and a
+# symbol of !@#$%&* two times in five, after the word or, a quarter of the time, before it); a filter
+# over the passwords, a change that makes a number (the length, the digits, the upper-case letters,
+# the kinds of character) or a text (masked, backwards, the letters only, the case swapped) of each
+# kept password and a summary, composed as the list tasks are.
+_PASSWORD_SYMBOLS = "!@#$%&*"
+
+
+def _password_kinds(password: str) -> int:
+    """How many of the four kinds of character (lower-case, upper-case, digit, symbol) the password
+    uses: 'ab1!' 3."""
+    tests = (str.islower, str.isupper, str.isdigit, lambda c: c in _PASSWORD_SYMBOLS)
+    return sum(any(test(c) for c in password) for test in tests)
+
+
+# fmt: off
+_PASSWORD_FILTERS = (  # (name part, noun phrase, keep(password))
+    ("strong", "the passwords of at least 8 characters with a digit and an upper-case letter",
+     lambda s: len(s) >= 8 and any(c.isdigit() for c in s) and any(c.isupper() for c in s)),
+    ("has_digit", "the passwords with a digit in them", lambda s: any(c.isdigit() for c in s)),
+    ("has_symbol", f"the passwords with one of the symbols {_PASSWORD_SYMBOLS} in them",
+     lambda s: any(c in _PASSWORD_SYMBOLS for c in s)),
+    ("short", "the passwords of fewer than 8 characters", lambda s: len(s) < 8),
+    ("no_upper", "the passwords without an upper-case letter", lambda s: not any(c.isupper() for c in s)),
+    ("letter_first", "the passwords that start with a letter", lambda s: s[0].isalpha()),
+    ("passwords", "all the passwords", lambda s: True),
+)
+_PASSWORD_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, password -> number)
+    ("lengths", "the lengths ('river42!' 8) of {}", len),
+    ("digit_counts", "the numbers of digits ('river42!' 2) in each of {}",
+     lambda s: sum(map(str.isdigit, s))),
+    ("upper_counts", "the numbers of upper-case letters ('River42' 1) in each of {}",
+     lambda s: sum(map(str.isupper, s))),
+    ("kinds", "the numbers of kinds of character used (lower-case letters, upper-case letters, digits "
+     "and symbols: 'river42!' 3) in each of {}", _password_kinds),
+)
+_PASSWORD_CHANGES = (  # (name part, phrase, password -> text)
+    ("masked", "{} masked (every character but the last two becomes '*': 'river42!' becomes '******2!')",
+     lambda s: "*" * (len(s) - 2) + s[-2:]),
+    ("backwards", "{} read backwards ('river42!' becomes '!24revir')", lambda s: s[::-1]),
+    ("letters_only", "{} with everything but the letters taken out ('River42!' becomes 'River')",
+     lambda s: "".join(filter(str.isalpha, s))),
+    ("swapped_case", "{} with the case of every letter swapped ('River42!' becomes 'rIVER42!')",
+     str.swapcase),
+)
+# fmt: on
+
+
+def _password(rng: random.Random) -> str:
+    """A password made the way people make them: a word (capitalised two times in five), 0-4 digits
+    and a symbol two times in five, after the word or, a quarter of the time, before it."""
+    word = rng.choice(_LIST_WORDS)
+    word = word.capitalize() if rng.random() < 0.4 else word
+    digits = "".join(rng.choice("0123456789") for _ in range(rng.choice((0, 1, 2, 2, 3, 4))))
+    symbol = rng.choice(_PASSWORD_SYMBOLS) if rng.random() < 0.4 else ""
+    return symbol + digits + word if rng.random() < 0.25 else word + digits + symbol
+
+
+def password_function_prompts(seed: int = 0) -> list[str]:
+    """Every password filter x change x summary task over ``passwords: List[str]``, with 2-3 examples
+    each: the number changes with the number summaries, the text changes with the word summaries
+    (joined by commas)."""
+    parts = (_PASSWORD_FILTERS, _PASSWORD_NUMBER_CHANGES, _PASSWORD_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 431, parts, "passwords", "List[str]", _password)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -7169,6 +7253,101 @@ def music_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_MUSIC_STORY_TEMPLATES, count, seed + 409)
 
 
+# GSM8K-shaped stories of a factory (``factory-problems``): production lines and shifts, machines and
+# their output, boxes, pallets and trucks, inspection and faulty parts, a warehouse's stock, workers'
+# pay and overtime, materials bought and used, costs paid back; every slot is filled by
+# :func:`_story_values`, and every template's answer stays at or above zero over the slots' ranges
+# (the larger quantity takes the wider slot: ``{x}00`` less ``{y}0`` times ``{z}``).
+# fmt: off
+_FACTORY_STORY_TEMPLATES = (
+    "Each of the factory's {w} production lines makes {x}0 chairs a day. How many chairs do the lines "
+    "make in {z} days?",
+    "A machine fills {x} bottles a minute. How many bottles does it fill in a shift of {h} hours?",
+    "{pct}% of the {x}00 bolts made on Monday failed the inspection. How many bolts passed?",
+    "A box holds {slices} cans. The factory packs {x}00 cans on {a}'s shift. How many full boxes does it "
+    "pack, and how many cans are left over?",
+    "Night-shift workers earn ${p} an hour on weeknights and ${q} more an hour on Saturdays. {a} works {h} "
+    "hours on each of {z} weeknights and {y} hours on Saturday. How much does {a} earn?",
+    "The factory's {w} ovens each use {y} kilowatt-hours of electricity an hour, and a kilowatt-hour "
+    "costs {q}0 cents. How many dollars does it cost to run the ovens for {h} hours?",
+    "A conveyor belt moves {t} boxes a minute. How many minutes does it take to move {x}0 boxes, rounded "
+    "up?",
+    "The warehouse had {x}00 crates. Trucks took away {y}0 crates a day for {z} days. How many crates are "
+    "left in the warehouse?",
+    "A bread factory bakes {x}0 loaves an hour for {h} hours and packs the loaves in bags of {z}. How many "
+    "bags does it fill?",
+    "{a} paints {y} toy cars every {m} minutes. How many toy cars does {a} paint in a shift of {h} hours?",
+    "A roll of steel wire is {x}0 meters long, and each spring needs {z}0 centimeters of wire. How many "
+    "springs can the factory make from {w} rolls?",
+    "The factory orders {x} sheets of aluminum at ${p} a sheet and pays ${y}0 for the delivery. How much "
+    "does the order cost?",
+    "Machine A makes {x} parts an hour and machine B makes {y} more parts an hour than machine A. How many "
+    "parts do the two machines make in {h} hours?",
+    "A clothing factory produced {x}00 shirts in March and {pct}% more shirts in April. How many shirts "
+    "did it produce in the two months?",
+    "The factory tests {x}0 batches of {t}0 light bulbs, and {q} bulbs in every batch are faulty. How "
+    "many good bulbs are there?",
+    "{a} packs {slices} cookies in each tin and {w} tins in each carton. How many cookies go into {z} "
+    "cartons?",
+    "The morning shift starts at {h}:{m} and lasts {w} hours, plus a {y}0-minute lunch break. At what "
+    "time does the shift end?",
+    "The factory's water tank holds {x}00 liters, and the machines use {y}0 liters an hour. For how many "
+    "whole hours can they run on a full tank?",
+    "The factory has {x} robot arms, and {q} of them are being repaired. Each working arm welds {y}0 "
+    "joints an hour. How many joints are welded in {h} hours?",
+    "A toy factory makes {x}0 dolls a day, and each doll needs {z} buttons. Buttons come in bags of {t}0. "
+    "How many bags of buttons does the factory need for {w} days, rounded up?",
+    "{a} earns ${p} an hour at the factory and worked {hours} hours this week. Every hour past 40 is "
+    "overtime, paid at one and a half times the rate. How much did {a} earn this week?",
+    "A pallet holds {w} layers of {slices} boxes, and a truck carries {t} pallets. How many boxes do {z} "
+    "trucks carry?",
+    "A printing press prints {x}00 pages an hour. A catalog has {y}0 pages. How many whole catalogs can "
+    "the press print in {h} hours?",
+    "Last year the factory built {x}0 tractors. This year it built {pct}% fewer. How many tractors did it "
+    "build in the two years together?",
+    "{a}, {b} and {c} sort parcels: {a} sorts {x}, {b} sorts twice as many as {a} and {c} sorts {y} fewer "
+    "than {b}. How many parcels do the three of them sort?",
+    "A new packing machine costs ${x}00 and saves the factory ${p}0 a week. After how many whole weeks "
+    "has the machine paid for itself?",
+    "The factory builds {x}0 engines a day and inspects {pct}% of them. How many engines are inspected in "
+    "{w} days?",
+    "A sawmill cuts each log into {z} planks. It cuts {x} logs a day for {t} days, and {y} planks a day "
+    "are spoiled. How many good planks does it cut?",
+    "Cotton costs ${q} a kilogram and a shirt uses {z}00 grams of cotton. How much does the cotton for "
+    "{x}0 shirts cost?",
+    "The paint line paints {x} bikes an hour on the day shift and {y} more bikes an hour on the night "
+    "shift. Each shift lasts {h} hours. How many bikes are painted in a day?",
+    "The factory ships {x}0 boxes a day, and each box weighs {y} kilograms. A truck carries {t}00 "
+    "kilograms. How many trucks does the factory need each day, rounded up?",
+    "The canteen serves lunch to {x}0 workers on each of {w} days, and each lunch costs the factory ${p}. "
+    "How much do the lunches cost?",
+    "A candle factory pours {slices} candles from each kilogram of wax. It has {x} kilograms of wax and "
+    "sells the candles at ${q} each. How much money do the candles bring in?",
+    "{a} has {y}0 parts to check and checks {z} parts every {m} minutes. How many minutes does {a} need to "
+    "check them all?",
+    "The factory has {w} loading docks, and each dock loads one truck every {m} minutes. How many trucks "
+    "are loaded in {h} hours?",
+    "Three machines made {s1}, {s2} and {s3} gears in an hour. What was the mean number of gears a machine "
+    "made in that hour, rounded down?",
+    "A glass factory makes {x}0 bottles an hour, and {q}% of them crack in the kiln. How many bottles "
+    "come out whole in {h} hours, rounded down?",
+    "Each of the factory's {x} workers gets {z} pairs of gloves a month, and a pair costs ${q}. How much "
+    "do the gloves cost the factory in a year?",
+    "A production line stops for {y} minutes of cleaning after every {t}0 minutes of work. How many "
+    "minutes of cleaning are there in a shift of {h} hours, counting only whole stretches of work?",
+    "The factory had {x}0 workers. For {w} months, {z} workers left and {y} new workers joined each "
+    "month. How many workers does the factory have now?",
+)
+# fmt: on
+
+
+def factory_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of a factory (production lines and shifts, machines, boxes, pallets and
+    trucks, inspection and faulty parts, a warehouse, pay and overtime, materials and costs), from
+    ``_FACTORY_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_FACTORY_STORY_TEMPLATES, count, seed + 421)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -7258,6 +7437,8 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "isbn-functions": isbn_function_prompts,
     "music-problems": lambda seed: music_problems(1000, seed),
     "dna-functions": dna_function_prompts,
+    "factory-problems": lambda seed: factory_problems(1000, seed),
+    "password-functions": password_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
