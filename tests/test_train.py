@@ -601,6 +601,7 @@ CODE_SOURCES = (
     "isbn-functions",
     "dna-functions",
     "password-functions",
+    "plate-functions",
 )
 
 
@@ -2141,6 +2142,49 @@ def test_password_functions_are_every_combination_with_right_examples_and_disjoi
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("password-functions", prompts)
 
 
+def test_plate_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import plate_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(plate_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    # A plate read here independently of the source's code, by one regular expression.
+    def parts(plate: str) -> tuple[str, str, str, str]:
+        letters, separator, digits, suffix = re.fullmatch(
+            r"([A-Z]{2,3})([- ]?)([1-9][0-9]{1,3})([A-Z]?)", plate
+        ).groups()
+        return letters, separator, digits, suffix
+
+    for (plates,), total in _doctest_examples(prompts, "sum_numbers_even_number"):
+        assert 3 <= len(plates) <= 5 and len(set(plates)) == len(plates)
+        assert total == sum(int(parts(p)[2]) for p in plates if int(parts(p)[2]) % 2 == 0)
+    for (plates,), result in _doctest_examples(prompts, "list_digit_sums_hyphenated"):
+        assert result == [sum(map(int, parts(p)[2])) for p in plates if parts(p)[1] == "-"]
+    for (plates,), result in _doctest_examples(prompts, "list_letter_counts_ends_letter"):
+        assert result == [len(parts(p)[0]) + 1 for p in plates if parts(p)[3]]
+    for (plates,), result in _doctest_examples(prompts, "list_lengths_three_letters"):
+        assert result == [len(p) for p in plates if len(parts(p)[0]) == 3]
+    for (plates,), result in _doctest_examples(prompts, "list_compact_long"):
+        assert result == [
+            letters + digits + suffix
+            for p in plates
+            if len(p) > 6
+            for letters, _, digits, suffix in [parts(p)]
+        ]
+    for (plates,), result in _doctest_examples(prompts, "list_letters_vowel_free"):
+        assert result == [parts(p)[0] + parts(p)[3] for p in plates if not set("AEIOU") & set(p)]
+    for (plates,), result in _doctest_examples(prompts, "list_masked_plates"):
+        assert result == [re.sub("[0-9]", "#", p) for p in plates]
+    for (plates,), result in _doctest_examples(prompts, "joined_lower_plates"):
+        assert result == ",".join(p.lower() for p in plates)
+    drawn = [parts(p) for (plates,), _ in _doctest_examples(prompts, "list_masked_plates") for p in plates]
+    assert {separator for _, separator, _, _ in drawn} == {"-", " ", ""} and any(s for *_, s in drawn)
+    assert any(value for _, value in _doctest_examples(prompts, "list_numbers_vowel_free"))  # keeps some
+    sentence = "Return a list of the plates of more than 6 characters with the spaces and hyphens taken out"
+    assert sentence in _task_prompt(prompts, "list_compact_long(plates: List")
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("plate-functions", prompts)
+
+
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import threshold_function_prompts
 
@@ -2455,6 +2499,8 @@ TEMPLATE_STORY_SOURCES = [
     ("music-problems", "_MUSIC_STORY_TEMPLATES", "music_problems", 991),
     # ten of the 1000 drawn stories repeat another
     ("factory-problems", "_FACTORY_STORY_TEMPLATES", "factory_problems", 990),
+    # 27 of the 1000 drawn stories repeat another (the taxi and tram templates have few slots)
+    ("transit-problems", "_TRANSIT_STORY_TEMPLATES", "transit_problems", 973),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

@@ -518,6 +518,15 @@ And a fifty-sixth:
   but the last two, backwards, the letters only, the case swapped) of each kept password and a
   summary (``sum_lengths_strong(passwords)``), every combination once (364 tasks).
 
+And a fifty-seventh:
+
+- ``plate-functions``: the same shape over car number plates (``plates: List[str]``, two or three
+  capital letters, a hyphen, a space or nothing, 2-4 digits and sometimes one more letter, like
+  ``"AB-123"``): a filter (a hyphen, three letters first, an even number, no vowel, more than 6
+  characters, a letter last, all), a change that makes a number (the number, its digit sum, the
+  letters, the length) or a text (compact, lower case, the letters only, the digits masked) of each
+  kept plate and a summary (``sum_numbers_even_number(plates)``), every combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -632,6 +641,13 @@ And a twenty-eighth:
   parts, a warehouse's stock, pay and overtime, materials bought and used, a machine that pays for
   itself; every answer at or above zero over the slots' ranges.
 
+And a twenty-ninth:
+
+- ``transit-problems``: GSM8K-shaped stories from 40 further templates of getting around: buses and
+  their stops, trains and carriages, trams, ferries, taxis and rental cars, timetables by the clock,
+  passes against single tickets, fuel, tolls, parking and luggage; every answer at or above zero
+  over the slots' ranges.
+
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
 "loss_start": len(prompt)}``; the loss covers the response only.
@@ -651,6 +667,7 @@ import os
 import posixpath
 import random
 import re
+import string
 import textwrap
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -4268,6 +4285,67 @@ def password_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 431, parts, "passwords", "List[str]", _password)
 
 
+# HumanEval-shaped tasks over car number plates (``plate-functions``: two or three capital letters, a
+# hyphen, a space or nothing, a number of 2-4 digits that does not start with 0 and, a quarter of the
+# time, one more letter: "AB-123", "KLM 4821", "XY57C"); a filter over the plates, a change that makes
+# a number (the number on it, its digit sum, the letters, the length) or a text (compact, lower case,
+# the letters only, the digits masked) of each kept plate and a summary, composed as the list tasks are.
+_PLATE_VOWELS = "AEIOU"
+
+
+def _plate_number(plate: str) -> int:
+    """The number on the plate, its digits read together: 'AB-123C' 123."""
+    return int("".join(filter(str.isdigit, plate)))
+
+
+# fmt: off
+_PLATE_FILTERS = (  # (name part, noun phrase, keep(plate))
+    ("hyphenated", "the plates with a hyphen in them", lambda s: "-" in s),
+    ("three_letters", "the plates that start with three letters", lambda s: s[:3].isalpha()),
+    ("even_number", "the plates whose number is even ('AB-124' has the number 124)",
+     lambda s: _plate_number(s) % 2 == 0),
+    ("vowel_free", "the plates without a vowel (A, E, I, O or U)",
+     lambda s: not any(c in _PLATE_VOWELS for c in s)),
+    ("long", "the plates of more than 6 characters", lambda s: len(s) > 6),
+    ("ends_letter", "the plates that end with a letter", lambda s: s[-1].isalpha()),
+    ("plates", "all the plates", lambda s: True),
+)
+_PLATE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, plate -> number)
+    ("numbers", "the numbers ('AB-123C' 123) on {}", _plate_number),
+    ("digit_sums", "the sums of the digits ('AB-123' 6) of {}",
+     lambda s: sum(int(c) for c in s if c.isdigit())),
+    ("letter_counts", "the numbers of letters ('AB-123C' 3) in each of {}",
+     lambda s: sum(map(str.isalpha, s))),
+    ("lengths", "the lengths ('AB 123' 6) of {}", len),
+)
+_PLATE_CHANGES = (  # (name part, phrase, plate -> text)
+    ("compact", "{} with the spaces and hyphens taken out ('AB-123' becomes 'AB123')",
+     lambda s: s.replace("-", "").replace(" ", "")),
+    ("lower", "{} in lower case ('AB-123' becomes 'ab-123')", str.lower),
+    ("letters", "the letters of {} ('AB-123C' becomes 'ABC')", lambda s: "".join(filter(str.isalpha, s))),
+    ("masked", "{} with every digit replaced by '#' ('AB-123' becomes 'AB-###')",
+     lambda s: "".join("#" if c.isdigit() else c for c in s)),
+)
+# fmt: on
+
+
+def _plate(rng: random.Random) -> str:
+    """A number plate: 2-3 capital letters, a hyphen, a space or nothing, 2-4 digits not starting with
+    0 and, a quarter of the time, one more letter."""
+    letters = "".join(rng.choice(string.ascii_uppercase) for _ in range(rng.randint(2, 3)))
+    digits = str(rng.randint(1, 9)) + "".join(rng.choice(string.digits) for _ in range(rng.randint(1, 3)))
+    suffix = rng.choice(string.ascii_uppercase) if rng.random() < 0.25 else ""
+    return letters + rng.choice(("-", " ", "")) + digits + suffix
+
+
+def plate_function_prompts(seed: int = 0) -> list[str]:
+    """Every number-plate filter x change x summary task over ``plates: List[str]``, with 2-3 examples
+    each: the number changes with the number summaries, the text changes with the word summaries
+    (joined by commas)."""
+    parts = (_PLATE_FILTERS, _PLATE_NUMBER_CHANGES, _PLATE_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 439, parts, "plates", "List[str]", _plate)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -7348,6 +7426,102 @@ def factory_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_FACTORY_STORY_TEMPLATES, count, seed + 421)
 
 
+# GSM8K-shaped stories of getting around (``transit-problems``): buses and their stops, trains and
+# carriages, trams, ferries, taxis and rental cars, timetables by the clock, passes against single
+# tickets, fuel, tolls and parking, luggage; every slot is filled by :func:`_story_values`, and every
+# answer stays at or above zero over the slots' ranges.
+# fmt: off
+_TRANSIT_STORY_TEMPLATES = (
+    "A city bus makes {w} trips a day and carries {x} passengers on each trip. How many passengers does "
+    "it carry in {z} days?",
+    "A train leaves at 7:{m} in the morning, and the journey takes {h} hours and {t} minutes. At what time "
+    "does the train arrive?",
+    "A monthly bus pass costs ${x} and a single ride costs ${q}. {a} rides the bus {y} times a week. Over "
+    "{z} weeks, which costs less, the pass or single rides, and by how much?",
+    "A tram has {w} cars, and each car seats {t}0 people with room for {y}0 more standing. How many "
+    "people can the tram carry?",
+    "{a} cycles {y} kilometers to the station, rides the train for {x} kilometers and walks {z} hundred "
+    "meters to the office. How many kilometers is {a}'s journey there and back?",
+    "A ferry carries {x} cars on each crossing and makes {h} crossings a day. Each car pays ${p}. How much "
+    "does the ferry take in a day?",
+    "A bus left the depot with {x}0 passengers. At the first stop {y} got off and {z} got on; at the "
+    "second stop {w} got off. How many passengers are on the bus now?",
+    "A train ticket costs ${x} for an adult and half as much for a child. How much do {z} adults and {y} "
+    "children pay?",
+    "A bus route is {x} kilometers long, and the bus averages {t}0 kilometers an hour. How many minutes "
+    "does the route take, rounded to the nearest minute?",
+    "{a}'s commute takes {m} minutes each way, {w} days a week. How many hours does {a} spend commuting "
+    "in {z} weeks?",
+    "A subway train has {w} cars with {slices} doors each. At every stop {y} people board through each "
+    "door. How many people board the train in {z} stops?",
+    "A taxi charges ${q} to start and ${y} for each kilometer. How much does a {x}-kilometer ride cost?",
+    "An airport shuttle leaves every {m} minutes from 5 in the morning until {t} in the morning. How "
+    "many shuttles leave, counting the first and the last?",
+    "A parking garage has {w} floors with {x}0 spaces on each floor. On every floor {q}0 of the spaces "
+    "are taken. How many spaces in the garage are free?",
+    "A coach uses {y}0 liters of diesel for every 100 kilometers, and diesel costs ${q} a liter. How much "
+    "does the diesel for a {x}0-kilometer trip cost?",
+    "{a} drives at {t}0 kilometers an hour for {h} hours and then at {y}0 kilometers an hour for {z} "
+    "hours. How far does {a} drive in all?",
+    "A train has {w} carriages with {t}0 seats each. When it leaves the station, {y} seats in every "
+    "carriage are empty. How many passengers are seated on the train?",
+    "A bike-share station has {x}0 bikes at 8 in the morning. Every hour until noon, {y} bikes are "
+    "taken out and {z} are brought back. How many bikes are at the station at noon?",
+    "A coach tour costs ${x}0 a person, with {pct}% off for groups of {t} or more people. A group of "
+    "{slices} friends books the tour. How much does the group pay?",
+    "A train travels {x}0 kilometers in {h} hours. At the same speed, how many hours does it take to "
+    "travel {y}0 kilometers?",
+    "An airline lets each passenger check {y}0 kilograms of luggage for free and charges ${p} for each "
+    "kilogram above that. {a}'s two suitcases weigh {x} and {t} kilograms. How much does {a} pay for "
+    "luggage?",
+    "A plane flies {x}00 kilometers at {t}00 kilometers an hour. How long is the flight, in hours and "
+    "minutes?",
+    "A bus company has {w} buses, and each bus needs {z} drivers a day. A driver earns ${x}0 a day. How "
+    "much does the company pay its drivers in {y} days?",
+    "{a} can buy a weekly train ticket for ${x} or {w} return tickets at ${p} each. Which is cheaper, and "
+    "by how much?",
+    "A traffic light stays green for {t}0 seconds, yellow for 5 seconds and red for {m} seconds. How many "
+    "full cycles does it go through in {h} hours?",
+    "A highway toll is ${q} for a car and ${y} for a truck. Every hour {x}0 cars and {z}0 trucks pass the "
+    "toll. How much is collected in {h} hours?",
+    "A school bus picks up {y} children at each of its {t} stops and has {x} seats. How many children "
+    "have no seat, or how many seats are left over?",
+    "{a} rides the metro for {w} stops. The train takes {z} minutes between stops, and {a} waits {m} "
+    "minutes on the platform first. How many minutes does the trip take?",
+    "A rental car costs ${x} a day plus {q}0 cents a kilometer. {a} rents a car for {z} days and drives "
+    "{y}00 kilometers. How much does the rental cost?",
+    "A night train leaves at {t}:{m} in the evening and arrives {h} hours and {y}0 minutes later. At what "
+    "time does it arrive?",
+    "An electric scooter costs ${q} to unlock and {p}0 cents a minute to ride. {a} rides for {m} minutes. "
+    "How much does the ride cost?",
+    "Each bus holds {x} passengers. How many buses are needed to take {hours}0 fans to the stadium?",
+    "A ferry ticket costs ${p} for a foot passenger and ${y} more for a car with its driver. On one "
+    "crossing there are {x} foot passengers and {t} cars. How much do the tickets bring in?",
+    "A freight train has {x} wagons, and each wagon carries {y}0 tonnes of coal. How many trucks that "
+    "carry {z}0 tonnes each would it take to carry the same coal, rounded up?",
+    "A bus driver works {h}-hour shifts {z} days a week for ${p} an hour and gets a bonus of ${y}0 a week. "
+    "How much does the driver earn in {w} weeks?",
+    "{a} took {w} taxi rides this month at ${x} a ride and tipped {pct}% on each. How much did {a} spend "
+    "on taxis?",
+    "An underground line has {t} stations, each {z} kilometers from the next. How long is the line from "
+    "the first station to the last?",
+    "A plane has {x} rows of {w} seats, and {q} of the rows are kept for the crew. How many seats are "
+    "there for passengers?",
+    "{a} saves ${y} a workday by cycling instead of taking the bus. The bike cost ${x}0. After how many "
+    "workdays has the bike paid for itself?",
+    "A train {y}0 meters long crosses a bridge {x}0 meters long at {t}00 meters a minute. How many "
+    "minutes pass from the front of the train reaching the bridge to its back leaving it?",
+)
+# fmt: on
+
+
+def transit_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of getting around (buses and trains, trams and ferries, taxis and rental
+    cars, timetables, passes and tickets, fuel, tolls, parking and luggage), from
+    ``_TRANSIT_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_TRANSIT_STORY_TEMPLATES, count, seed + 433)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -7439,6 +7613,8 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "dna-functions": dna_function_prompts,
     "factory-problems": lambda seed: factory_problems(1000, seed),
     "password-functions": password_function_prompts,
+    "transit-problems": lambda seed: transit_problems(1000, seed),
+    "plate-functions": plate_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
