@@ -2149,11 +2149,9 @@ def test_plate_functions_are_every_combination_with_right_examples_and_disjoint_
     prompts = _checked_pool(plate_function_prompts, 7 * (4 * 9 + 4 * 4))
 
     # A plate read here independently of the source's code, by one regular expression.
-    def parts(plate: str) -> tuple[str, str, str, str]:
-        letters, separator, digits, suffix = re.fullmatch(
-            r"([A-Z]{2,3})([- ]?)([1-9][0-9]{1,3})([A-Z]?)", plate
-        ).groups()
-        return letters, separator, digits, suffix
+    def parts(plate: str) -> tuple[str, ...]:
+        """(letters, separator, digits, suffix)."""
+        return re.fullmatch(r"([A-Z]{2,3})([- ]?)([1-9][0-9]{1,3})([A-Z]?)", plate).groups()
 
     for (plates,), total in _doctest_examples(prompts, "sum_numbers_even_number"):
         assert 3 <= len(plates) <= 5 and len(set(plates)) == len(plates)

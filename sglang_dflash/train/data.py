@@ -4227,6 +4227,12 @@ def dna_function_prompts(seed: int = 0) -> list[str]:
 _PASSWORD_SYMBOLS = "!@#$%&*"
 
 
+def _letters_only(text: str) -> str:
+    """The text's letters in order, everything else taken out: 'River42!' 'River' (the password and
+    plate text changes)."""
+    return "".join(filter(str.isalpha, text))
+
+
 def _password_kinds(password: str) -> int:
     """How many of the four kinds of character (lower-case, upper-case, digit, symbol) the password
     uses: 'ab1!' 3."""
@@ -4260,7 +4266,7 @@ _PASSWORD_CHANGES = (  # (name part, phrase, password -> text)
      lambda s: "*" * (len(s) - 2) + s[-2:]),
     ("backwards", "{} read backwards ('river42!' becomes '!24revir')", lambda s: s[::-1]),
     ("letters_only", "{} with everything but the letters taken out ('River42!' becomes 'River')",
-     lambda s: "".join(filter(str.isalpha, s))),
+     _letters_only),
     ("swapped_case", "{} with the case of every letter swapped ('River42!' becomes 'rIVER42!')",
      str.swapcase),
 )
@@ -4322,7 +4328,7 @@ _PLATE_CHANGES = (  # (name part, phrase, plate -> text)
     ("compact", "{} with the spaces and hyphens taken out ('AB-123' becomes 'AB123')",
      lambda s: s.replace("-", "").replace(" ", "")),
     ("lower", "{} in lower case ('AB-123' becomes 'ab-123')", str.lower),
-    ("letters", "the letters of {} ('AB-123C' becomes 'ABC')", lambda s: "".join(filter(str.isalpha, s))),
+    ("letters", "the letters of {} ('AB-123C' becomes 'ABC')", _letters_only),
     ("masked", "{} with every digit replaced by '#' ('AB-123' becomes 'AB-###')",
      lambda s: "".join("#" if c.isdigit() else c for c in s)),
 )
