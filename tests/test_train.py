@@ -602,6 +602,7 @@ CODE_SOURCES = (
     "dna-functions",
     "password-functions",
     "plate-functions",
+    "tag-functions",
 )
 
 
@@ -2183,6 +2184,43 @@ def test_plate_functions_are_every_combination_with_right_examples_and_disjoint_
     _assert_pool_is_tasks_disjoint_from_code_and_humaneval("plate-functions", prompts)
 
 
+def test_tag_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
+    from sglang_dflash.train.data import tag_function_prompts
+
+    # 7 filters x (4 number changes x 9 summaries + 4 text changes x 4 summaries).
+    prompts = _checked_pool(tag_function_prompts, 7 * (4 * 9 + 4 * 4))
+
+    # A tag read here independently of the source's code, by one regular expression.
+    def parts(tag: str) -> tuple[list[str], str]:
+        """(its words, its year or "")."""
+        found = re.fullmatch(r"#((?:[A-Z][a-z]+){1,3}|[a-z]+)([0-9]{4})?", tag)
+        words = re.findall("[A-Z][a-z]*", found[1]) or [found[1]]
+        return words, found[2] or ""
+
+    for (tags,), total in _doctest_examples(prompts, "sum_capital_counts_long"):
+        assert 3 <= len(tags) <= 5 and len(set(tags)) == len(tags)
+        assert total == sum(len(parts(t)[0]) for t in tags if len(t) > 14 and t[1].isupper())
+    for (tags,), result in _doctest_examples(prompts, "list_years_tags"):
+        assert result == [int(parts(t)[1] or 0) for t in tags]
+    for (tags,), result in _doctest_examples(prompts, "list_letter_counts_has_year"):
+        assert result == [len("".join(parts(t)[0])) for t in tags if parts(t)[1]]
+    for (tags,), result in _doctest_examples(prompts, "list_spaced_camel"):
+        assert result == [" ".join(parts(t)[0]) + parts(t)[1] for t in tags if t[1].isupper()]
+    for (tags,), result in _doctest_examples(prompts, "list_bare_vowel_first"):
+        assert result == [t[1:] for t in tags if t[1].lower() in "aeiou"]
+    for (tags,), result in _doctest_examples(prompts, "list_letters_all_lower"):
+        assert result == ["".join(parts(t)[0]) for t in tags if t == t.lower()]
+    for (tags,), result in _doctest_examples(prompts, "list_lengths_short"):
+        assert result == [len(t) for t in tags if len(t) <= 10]
+    names = ("list_years_tags", "list_lengths_tags", "list_bare_tags", "list_lower_tags")
+    drawn = [parts(t) for name in names for (tags,), _ in _doctest_examples(prompts, name) for t in tags]
+    assert {len(words) for words, _ in drawn} == {1, 2, 3} and any(year for _, year in drawn)
+    assert any(value for _, value in _doctest_examples(prompts, "list_spaced_camel"))  # keeps some
+    sentence = "Return a list of the tags whose first letter is a capital ('#SummerFun') without the '#' and"
+    assert sentence in _task_prompt(prompts, "list_spaced_camel(tags: List")
+    _assert_pool_is_tasks_disjoint_from_code_and_humaneval("tag-functions", prompts)
+
+
 def test_threshold_functions_are_every_combination_with_right_examples_and_disjoint_from_humaneval():
     from sglang_dflash.train.data import threshold_function_prompts
 
@@ -2499,6 +2537,8 @@ TEMPLATE_STORY_SOURCES = [
     ("factory-problems", "_FACTORY_STORY_TEMPLATES", "factory_problems", 990),
     # 27 of the 1000 drawn stories repeat another (the taxi and tram templates have few slots)
     ("transit-problems", "_TRANSIT_STORY_TEMPLATES", "transit_problems", 973),
+    # 25 of the 1000 drawn stories repeat another (the pages-a-day and audiobook templates have few slots)
+    ("reading-problems", "_READING_STORY_TEMPLATES", "reading_problems", 975),
 ]
 # Every story source a template source must stay disjoint from (the two older ones without templates too).
 STORY_SOURCES = ("word-problems", "story-problems", *(case[0] for case in TEMPLATE_STORY_SOURCES))

@@ -527,6 +527,16 @@ And a fifty-seventh:
   letters, the length) or a text (compact, lower case, the letters only, the digits masked) of each
   kept plate and a summary (``sum_numbers_even_number(plates)``), every combination once (364 tasks).
 
+And a fifty-eighth:
+
+- ``tag-functions``: the same shape over hashtags (``tags: List[str]``, a ``#`` and one to three words,
+  in CamelCase three times in five and in lower case otherwise, with a year a quarter of the time, like
+  ``"#SummerFun2024"``): a filter (CamelCase, a year at the end, at most 10 characters, no upper-case
+  letter, a vowel first, more than 14 characters, all), a change that makes a number (the length, the
+  capitals, the letters, the year or 0) or a text (without the ``#``, lower case, split into words at
+  the capitals, the letters only) of each kept tag and a summary (``sum_lengths_camel(tags)``), every
+  combination once (364 tasks).
+
 And a twelfth story source:
 
 - ``average-problems``: GSM8K-shaped stories from 40 further templates of means and averages: the
@@ -647,6 +657,13 @@ And a twenty-ninth:
   their stops, trains and carriages, trams, ferries, taxis and rental cars, timetables by the clock,
   passes against single tickets, fuel, tolls, parking and luggage; every answer at or above zero
   over the slots' ranges.
+
+And a thirtieth:
+
+- ``reading-problems``: GSM8K-shaped stories from 40 further templates of books and reading: pages a
+  day, libraries and their fines, loans and members, bookshelves and bookshops, book clubs and book
+  fairs, newspapers and magazines, audiobooks and e-readers, printing and typing; every answer at or
+  above zero over the slots' ranges.
 
 Responses come from the target (self-distillation): Hugging Face ``generate`` on CPU for small
 models, ``sglang.Engine`` on a GPU host.  A record is ``{"input_ids": prompt + response,
@@ -4352,6 +4369,64 @@ def plate_function_prompts(seed: int = 0) -> list[str]:
     return _distinct_item_prompts(seed + 439, parts, "plates", "List[str]", _plate)
 
 
+# HumanEval-shaped tasks over hashtags (``tag-functions``: a "#" and one to three words, in CamelCase
+# three times in five and in lower case otherwise, with a year a quarter of the time: "#SummerFun2024",
+# "#bookclub", "#Owls"); a filter over the tags, a change that makes a number (the length, the capitals,
+# the letters, the year) or a text (without the "#", lower case, split into words at the capitals, the
+# letters only) of each kept tag and a summary, composed as the list tasks are.
+_TAG_VOWELS = "aeiouAEIOU"
+
+
+def _tag_year(tag: str) -> int:
+    """The number at the end of the tag, 0 without one: '#Fun2024' 2024."""
+    digits = re.search(r"[0-9]*$", tag).group()
+    return int(digits) if digits else 0
+
+
+# fmt: off
+_TAG_FILTERS = (  # (name part, noun phrase, keep(tag))
+    ("camel", "the tags whose first letter is a capital ('#SummerFun')", lambda s: s[1].isupper()),
+    ("has_year", "the tags that end with a number", lambda s: s[-1].isdigit()),
+    ("short", "the tags of at most 10 characters, the '#' included", lambda s: len(s) <= 10),
+    ("all_lower", "the tags without an upper-case letter", lambda s: not any(c.isupper() for c in s)),
+    ("vowel_first", "the tags whose first letter is a vowel", lambda s: s[1] in _TAG_VOWELS),
+    ("long", "the tags of more than 14 characters", lambda s: len(s) > 14),
+    ("tags", "all the tags", lambda s: True),
+)
+_TAG_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, tag -> number)
+    ("lengths", "the lengths ('#SummerFun' 10) of {}", len),
+    ("capital_counts", "the numbers of capital letters ('#SummerFun' 2) in each of {}",
+     lambda s: sum(map(str.isupper, s))),
+    ("letter_counts", "the numbers of letters ('#Fun2024' 3) in each of {}",
+     lambda s: sum(map(str.isalpha, s))),
+    ("years", "the numbers at the end ('#Fun2024' 2024, 0 for a tag without one) of {}", _tag_year),
+)
+_TAG_CHANGES = (  # (name part, phrase, tag -> text)
+    ("bare", "{} without the '#' ('#SummerFun' becomes 'SummerFun')", lambda s: s[1:]),
+    ("lower", "{} in lower case ('#SummerFun' becomes '#summerfun')", str.lower),
+    ("spaced", "{} without the '#' and with a space before every capital but the first ('#SummerFun2024' "
+     "becomes 'Summer Fun2024')", lambda s: s[1] + "".join(" " + c if c.isupper() else c for c in s[2:])),
+    ("letters", "the letters of {} ('#Fun2024' becomes 'Fun')", _letters_only),
+)
+# fmt: on
+
+
+def _tag(rng: random.Random) -> str:
+    """A hashtag: '#' and 1-3 words of ``_LIST_WORDS``, each capitalised three times in five (all
+    lower case otherwise), and a year from 2019 to 2025 a quarter of the time."""
+    words = rng.sample(_LIST_WORDS, rng.randint(1, 3))
+    text = "".join(w.capitalize() for w in words) if rng.random() < 0.6 else "".join(words)
+    return "#" + text + (str(rng.randint(2019, 2025)) if rng.random() < 0.25 else "")
+
+
+def tag_function_prompts(seed: int = 0) -> list[str]:
+    """Every hashtag filter x change x summary task over ``tags: List[str]``, with 2-3 examples each:
+    the number changes with the number summaries, the text changes with the word summaries (joined
+    by commas)."""
+    parts = (_TAG_FILTERS, _TAG_NUMBER_CHANGES, _TAG_CHANGES, _COMMA_WORD_SUMMARIES)
+    return _distinct_item_prompts(seed + 449, parts, "tags", "List[str]", _tag)
+
+
 # HumanEval-shaped tasks over two lists read side by side (``pair-functions``): a filter over the pairs
 # (a[i], b[i]), a change that makes one number of each pair and a summary, composed as the list tasks are.
 # fmt: off
@@ -7528,6 +7603,100 @@ def transit_problems(count: int, seed: int = 0) -> list[str]:
     return _template_stories(_TRANSIT_STORY_TEMPLATES, count, seed + 433)
 
 
+# GSM8K-shaped stories of books and reading (``reading-problems``): pages a day, libraries, fines and
+# members, bookshelves and bookshops, book clubs and fairs, newspapers and magazines, audiobooks and
+# e-readers, printing and typing; every slot is filled by :func:`_story_values`, and every answer stays
+# at or above zero over the slots' ranges.
+# fmt: off
+_READING_STORY_TEMPLATES = (
+    "{a} reads {y}0 pages a day. How many days does {a} need to finish a {x}0-page book, rounded up?",
+    "A library has {x}00 books and lends out {pct}% of them in a week. How many books are still on the "
+    "shelves at the end of the week?",
+    "{a} returned {w} library books {y} days late. The fine is {q}0 cents for each book for each day. How "
+    "much is the fine?",
+    "A bookcase has {w} shelves and each shelf holds {t}0 books. {a} owns {x}0 books. How many more books "
+    "could the bookcase hold, or how many of {a}'s books do not fit?",
+    "A book club of {t} members meets {z} times a month, and each member brings {q} snacks to every "
+    "meeting. How many snacks are brought in {h} months?",
+    "{a} bought {w} paperbacks at ${p} each and {z} hardcovers that cost twice as much each. How much did "
+    "{a} spend on books?",
+    "A novel has {x} chapters of about {y}0 pages each. {a} has read {z} chapters. About how many pages "
+    "are left to read?",
+    "{a} listens to an audiobook that is {h} hours and {m} minutes long at one and a half times the "
+    "normal speed. How many minutes does it take, rounded to the nearest minute?",
+    "A newspaper costs ${q} on weekdays and ${p} on Sundays. How much does {a} spend on the newspaper in "
+    "{w} weeks?",
+    "A magazine comes out {slices} times a year. A year's subscription costs ${x}, and a single issue "
+    "costs ${q} in the shop. Which is cheaper over a year, and by how much?",
+    "{a} read {s1} pages in the first week of the holidays, {s2} in the second and {s3} in the third. "
+    "How many pages did {a} read each week on average, rounded down?",
+    "The school library bought {x} new books at ${p} each and got {pct}% off the whole order. How much "
+    "did the library pay?",
+    "{a} has read {y} books this year and wants to read {x}0 by the end of it, {w} months from now. How "
+    "many books a month must {a} read, rounded up?",
+    "A printer prints {x}00 copies of a book and packs them {slices} to a box. How many full boxes does it "
+    "pack, and how many books are left over?",
+    "{a} reads {y} pages every {m} minutes. How many pages does {a} read in {h} hours, rounded down?",
+    "A bookshop sold {x} books on Friday, twice as many on Saturday and {y} fewer on Sunday than on "
+    "Saturday. How many books did it sell over the three days?",
+    "{a} has {x} comic books and {b} has {y} more than {a}. Each of them gives {z} comics to a friend. How "
+    "many comics do {a} and {b} have left together?",
+    "Library cards cost ${q} for children and ${p} for adults. A family of {z} adults and {y} children "
+    "gets cards. How much does the family pay?",
+    "An encyclopedia has {w} volumes of {x}0 pages each. {a} reads {slices} pages a day. How many days "
+    "does it take to read the whole encyclopedia, rounded up?",
+    "The library is open from 9 in the morning to {t} in the evening on weekdays and for {h} hours on "
+    "Saturday. How many hours is it open in a week?",
+    "{a} writes a story of {x}00 words and types {y}0 words a minute. How many minutes does the typing "
+    "take, rounded up?",
+    "A second-hand bookshop buys books for ${q} each and sells them for ${p} more than it paid. It sold "
+    "{x} books this week. How much profit did it make?",
+    "A book of poems has {x} poems, and {a} learns {z} of them by heart each week. How many weeks does it "
+    "take {a} to learn half of the poems, rounded up?",
+    "The library has {t} rows of bookcases with {w} bookcases in each row. Each bookcase has {z} shelves, "
+    "and each shelf holds {y}0 books. How many books fit in the library?",
+    "{a} reads {pct}% of a {x}00-page book on Monday and {y} pages on Tuesday. How many pages are left?",
+    "Each of the {x} students in a class reads {z} books over the summer, and each book has about {y}0 "
+    "pages. About how many pages does the class read?",
+    "{a} reads {y} pages on the first day and {z} more pages each day than the day before. How many pages "
+    "has {a} read after {w} days?",
+    "An e-reader costs ${x}0, and each book costs ${p} less as an e-book than on paper. {a} reads {y} "
+    "books a month. After how many whole months has the e-reader paid for itself?",
+    "At a book fair, books cost ${p} each or {z} for ${x}. {a} buys {slices} books, in as many bundles of "
+    "{z} as possible. How much does {a} pay?",
+    "The library's {w} reading rooms each have {slices} tables with {z} chairs around each. On a busy day "
+    "{pct}% of the chairs are taken. How many chairs are taken, rounded down?",
+    "A book's cover price is ${x}. The shop takes {pct}% off, and {a} pays with two ${bill} notes. How "
+    "much change does {a} get?",
+    "A box holds {x}0 old books. {a} takes {y}, {b} takes twice as many as {a} and {c} takes {z}. How many "
+    "books are left in the box?",
+    "{a} delivers newspapers to {x} houses on {z} days a week and earns {q}0 cents a paper. How much does "
+    "{a} earn in {w} weeks?",
+    "A story-time session at the library lasts {m} minutes, and the librarian reads {z} picture books in "
+    "it. About how many minutes does each book take, rounded down?",
+    "{a} has to read a {x}0-page book in {t} days but will be too busy to read on {z} of them. How many "
+    "pages a day must {a} read on the other days, rounded up?",
+    "Printing a book costs ${q} for the cover and {y} cents a page. How much does it cost to print {x}0 "
+    "copies of a {t}0-page book?",
+    "The library had {x}00 members last year and has {pct}% more this year. How many members does it have "
+    "this year?",
+    "{a} shelves {y} returned books every {m} minutes. How many minutes does {a} need to shelve {w} carts "
+    "of {slices} books each, rounded up to the next minute?",
+    "A bookmark costs ${q} and a reading light costs ${p}. {a} buys {z} bookmarks and {w} reading lights "
+    "as presents. How much does {a} spend?",
+    "{a}'s reading log shows {y} books in January, {z} more in February than in January and twice as many "
+    "in March as in February. How many books did {a} read in the three months?",
+)
+# fmt: on
+
+
+def reading_problems(count: int, seed: int = 0) -> list[str]:
+    """GSM8K-shaped stories of books and reading (pages a day, libraries, fines and members,
+    bookshelves and bookshops, book clubs and fairs, newspapers and magazines, audiobooks and
+    e-readers, printing and typing), from ``_READING_STORY_TEMPLATES`` (no instruction appended)."""
+    return _template_stories(_READING_STORY_TEMPLATES, count, seed + 443)
+
+
 # Each source's prompts from the seed, in the order they join the pool (the order fixes the seeded
 # shuffle, so the committed token stores' pools depend on it). ``math-word-problems`` comes last
 # in builtin_prompts: it tops the pool up to ``count``.
@@ -7621,6 +7790,8 @@ _POOL_MAKERS: dict[str, Callable[[int], list[str]]] = {
     "password-functions": password_function_prompts,
     "transit-problems": lambda seed: transit_problems(1000, seed),
     "plate-functions": plate_function_prompts,
+    "reading-problems": lambda seed: reading_problems(1000, seed),
+    "tag-functions": tag_function_prompts,
 }
 # Every built-in source's name: the default mix first, then the others in pool order.
 SOURCES = (*DEFAULT_SOURCES, *(source for source in _POOL_MAKERS if source not in DEFAULT_SOURCES))
