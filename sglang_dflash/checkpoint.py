@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
@@ -288,3 +288,35 @@ def save_drafter(
             f.write(text)
         written.append(path)
     return written
+
+
+def average_drafters(directories: Sequence[str], out: str, max_shard_bytes: int = 2**31) -> list[str]:
+    """Write the element-wise mean of drafters of one config to ``out`` (a "model soup").
+
+    Runs warm-started from one drafter on the same data with different rates or lengths end in
+    one basin; their mean can accept more than any of them (drafters/smollm2-135m-instruct/RUNS.md,
+    "Seventy-first run").  The mean is taken in float32 and saved in the first drafter's dtype;
+    configs must agree in everything but the saved dtype.  Returns the files written, as
+    :func:`save_drafter` does.
+    """
+    if len(directories) < 2:
+        raise config_error("drafters", list(directories), "at least two drafter directories to average")
+    config = DFlashConfig.from_pretrained(directories[0])
+    for directory in directories[1:]:
+        other = DFlashConfig.from_pretrained(directory)
+        if other.replace(dtype=config.dtype) != config:
+            raise config_error(
+                "config.json",
+                os.path.join(directory, "config.json"),
+                f"the same drafter config as {os.path.join(directories[0], 'config.json')} (only the "
+                "saved dtype may differ)",
+                where=DRAFTER,
+            )
+    saved_dtype = read_state_dict(directories[0])["fc.weight"].dtype
+    models = [load_drafter(directory) for directory in directories]  # validated, float32
+    mean = models[0]
+    with torch.no_grad():
+        for name, tensor in mean.state_dict().items():
+            if tensor.is_floating_point():  # integer buffers, if any, are the config's and equal
+                tensor.copy_(torch.stack([m.state_dict()[name] for m in models]).mean(0))
+    return save_drafter(mean, out, dtype=saved_dtype, max_shard_bytes=max_shard_bytes)

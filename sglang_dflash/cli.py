@@ -9,6 +9,7 @@ sglang-dflash bench --model T --drafter D --datasets a.jsonl b.jsonl --out DIR
 sglang-dflash bench-report DIR/results.json --out DIR
 sglang-dflash doctor [--target T --drafter D]          versions, plugin, device, startup checks
 sglang-dflash token-map --target T --tokens STORE... --out map.pt   a hot draft vocabulary
+sglang-dflash average-drafters D1 D2 ... --out DIR     the element-wise mean of drafters of one config
 """
 
 from __future__ import annotations
@@ -628,6 +629,25 @@ def _store_order(args) -> int:
     return 0
 
 
+def _add_average_drafters(sub) -> None:
+    p = sub.add_parser(
+        "average-drafters",
+        help="the element-wise mean of drafters of one config (runs warm-started from one drafter)",
+    )
+    p.add_argument("drafters", nargs="+", help="two or more drafter directories")
+    p.add_argument("--out", required=True, help="the directory to write the averaged drafter to")
+    p.add_argument("--max-shard-mb", type=int, default=24, help="shard weights past this size (default 24)")
+    p.set_defaults(func=_average_drafters)
+
+
+def _average_drafters(args) -> int:
+    from .checkpoint import average_drafters
+
+    written = average_drafters(args.drafters, args.out, max_shard_bytes=args.max_shard_mb * 2**20)
+    print(json.dumps({"out": args.out, "drafters": args.drafters, "files": written}))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sglang-dflash", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -646,6 +666,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_doctor(sub)
     _add_token_map(sub)
     _add_store_order(sub)
+    _add_average_drafters(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -119,3 +119,49 @@ def test_rope_buffers_are_ignored_and_named_in_the_log(tmp_path, target, caplog)
         loaded = load_drafter(str(tmp_path))
     assert all(name in caplog.text for name in buffers)
     assert torch.equal(loaded.fc.weight, make_tiny_drafter(target.config, seed=7).fc.weight)
+
+
+def test_average_drafters_writes_the_elementwise_mean_in_the_first_drafters_dtype(tmp_path, target):
+    from sglang_dflash.checkpoint import average_drafters
+
+    drafters = [make_tiny_drafter(target.config, seed=seed, num_layers=2) for seed in (11, 12, 13)]
+    dirs = [str(tmp_path / f"d{n}") for n in range(3)]
+    for drafter, directory in zip(drafters, dirs):
+        save_drafter(drafter, directory)
+    average_drafters(dirs, str(tmp_path / "mean"))
+    mean = load_drafter(str(tmp_path / "mean"), target_config=target.config)
+    for name, tensor in mean.state_dict().items():
+        expected = sum(d.state_dict()[name] for d in drafters) / 3
+        torch.testing.assert_close(tensor, expected, rtol=1e-6, atol=1e-7, msg=name)
+        assert not torch.equal(tensor, drafters[0].state_dict()[name]) or name.endswith("norm.weight")
+
+    save_drafter(drafters[0], dirs[0], dtype=torch.bfloat16)  # the first drafter's dtype is kept
+    average_drafters(dirs[:2], str(tmp_path / "mean16"))
+    assert all(
+        t.dtype == torch.bfloat16 for t in load_file(tmp_path / "mean16" / "model.safetensors").values()
+    )
+    with open(tmp_path / "mean16" / "config.json") as f:
+        assert json.load(f)["dtype"] == "bfloat16"
+
+
+def test_average_drafters_refuses_one_drafter_and_different_configs(tmp_path, target):
+    from sglang_dflash.checkpoint import average_drafters
+
+    save_drafter(make_tiny_drafter(target.config, seed=14, num_layers=2), str(tmp_path / "two"))
+    save_drafter(make_tiny_drafter(target.config, seed=15, num_layers=1), str(tmp_path / "one"))
+    with pytest.raises(DFlashConfigError, match="drafters is .*expected at least two drafter directories"):
+        average_drafters([str(tmp_path / "two")], str(tmp_path / "mean"))
+    with pytest.raises(DFlashConfigError, match="one/config.json'; expected the same drafter config as"):
+        average_drafters([str(tmp_path / "two"), str(tmp_path / "one")], str(tmp_path / "mean"))
+    assert not os.path.exists(tmp_path / "mean")  # nothing written before every check passed
+
+
+def test_average_drafters_command(tmp_path, target):
+    from sglang_dflash.cli import main
+
+    dirs = [str(tmp_path / f"d{n}") for n in range(2)]
+    for seed, directory in zip((16, 17), dirs):
+        save_drafter(make_tiny_drafter(target.config, seed=seed), directory)
+    assert main(["average-drafters", *dirs, "--out", str(tmp_path / "mean")]) == 0
+    a, b, mean = (load_file(os.path.join(d, "model.safetensors")) for d in (*dirs, tmp_path / "mean"))
+    torch.testing.assert_close(mean["fc.weight"], (a["fc.weight"] + b["fc.weight"]) / 2)
