@@ -314,9 +314,10 @@ def average_drafters(directories: Sequence[str], out: str, max_shard_bytes: int 
             )
     saved_dtype = read_state_dict(directories[0])["fc.weight"].dtype
     models = [load_drafter(directory) for directory in directories]  # validated, float32
+    states = [model.state_dict() for model in models]  # views of the parameters
     mean = models[0]
     with torch.no_grad():
-        for name, tensor in mean.state_dict().items():
+        for name, tensor in states[0].items():
             if tensor.is_floating_point():  # integer buffers, if any, are the config's and equal
-                tensor.copy_(torch.stack([m.state_dict()[name] for m in models]).mean(0))
+                tensor.copy_(torch.stack([state[name] for state in states]).mean(0))
     return save_drafter(mean, out, dtype=saved_dtype, max_shard_bytes=max_shard_bytes)

@@ -4245,9 +4245,24 @@ _PASSWORD_SYMBOLS = "!@#$%&*"
 
 
 def _letters_only(text: str) -> str:
-    """The text's letters in order, everything else taken out: 'River42!' 'River' (the password and
-    plate text changes)."""
+    """The text's letters in order, everything else taken out: 'River42!' 'River' (the password,
+    plate and tag text changes)."""
     return "".join(filter(str.isalpha, text))
+
+
+def _letter_count(text: str) -> int:
+    """How many letters the text has: 'AB-123C' 3 (the plate and tag number changes)."""
+    return sum(map(str.isalpha, text))
+
+
+def _upper_count(text: str) -> int:
+    """How many upper-case letters the text has: 'River42' 1 (the password and tag number changes)."""
+    return sum(map(str.isupper, text))
+
+
+def _has_no_upper(text: str) -> bool:
+    """Whether the text has no upper-case letter (the password and tag filters)."""
+    return not any(c.isupper() for c in text)
 
 
 def _password_kinds(password: str) -> int:
@@ -4265,7 +4280,7 @@ _PASSWORD_FILTERS = (  # (name part, noun phrase, keep(password))
     ("has_symbol", f"the passwords with one of the symbols {_PASSWORD_SYMBOLS} in them",
      lambda s: any(c in _PASSWORD_SYMBOLS for c in s)),
     ("short", "the passwords of fewer than 8 characters", lambda s: len(s) < 8),
-    ("no_upper", "the passwords without an upper-case letter", lambda s: not any(c.isupper() for c in s)),
+    ("no_upper", "the passwords without an upper-case letter", _has_no_upper),
     ("letter_first", "the passwords that start with a letter", lambda s: s[0].isalpha()),
     ("passwords", "all the passwords", lambda s: True),
 )
@@ -4273,8 +4288,7 @@ _PASSWORD_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phra
     ("lengths", "the lengths ('river42!' 8) of {}", len),
     ("digit_counts", "the numbers of digits ('river42!' 2) in each of {}",
      lambda s: sum(map(str.isdigit, s))),
-    ("upper_counts", "the numbers of upper-case letters ('River42' 1) in each of {}",
-     lambda s: sum(map(str.isupper, s))),
+    ("upper_counts", "the numbers of upper-case letters ('River42' 1) in each of {}", _upper_count),
     ("kinds", "the numbers of kinds of character used (lower-case letters, upper-case letters, digits "
      "and symbols: 'river42!' 3) in each of {}", _password_kinds),
 )
@@ -4337,8 +4351,7 @@ _PLATE_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase,
     ("numbers", "the numbers ('AB-123C' 123) on {}", _plate_number),
     ("digit_sums", "the sums of the digits ('AB-123' 6) of {}",
      lambda s: sum(int(c) for c in s if c.isdigit())),
-    ("letter_counts", "the numbers of letters ('AB-123C' 3) in each of {}",
-     lambda s: sum(map(str.isalpha, s))),
+    ("letter_counts", "the numbers of letters ('AB-123C' 3) in each of {}", _letter_count),
     ("lengths", "the lengths ('AB 123' 6) of {}", len),
 )
 _PLATE_CHANGES = (  # (name part, phrase, plate -> text)
@@ -4388,17 +4401,15 @@ _TAG_FILTERS = (  # (name part, noun phrase, keep(tag))
     ("camel", "the tags whose first letter is a capital ('#SummerFun')", lambda s: s[1].isupper()),
     ("has_year", "the tags that end with a number", lambda s: s[-1].isdigit()),
     ("short", "the tags of at most 10 characters, the '#' included", lambda s: len(s) <= 10),
-    ("all_lower", "the tags without an upper-case letter", lambda s: not any(c.isupper() for c in s)),
+    ("all_lower", "the tags without an upper-case letter", _has_no_upper),
     ("vowel_first", "the tags whose first letter is a vowel", lambda s: s[1] in _TAG_VOWELS),
     ("long", "the tags of more than 14 characters", lambda s: len(s) > 14),
     ("tags", "all the tags", lambda s: True),
 )
 _TAG_NUMBER_CHANGES = (  # (name part, phrase around the filtered noun phrase, tag -> number)
     ("lengths", "the lengths ('#SummerFun' 10) of {}", len),
-    ("capital_counts", "the numbers of capital letters ('#SummerFun' 2) in each of {}",
-     lambda s: sum(map(str.isupper, s))),
-    ("letter_counts", "the numbers of letters ('#Fun2024' 3) in each of {}",
-     lambda s: sum(map(str.isalpha, s))),
+    ("capital_counts", "the numbers of capital letters ('#SummerFun' 2) in each of {}", _upper_count),
+    ("letter_counts", "the numbers of letters ('#Fun2024' 3) in each of {}", _letter_count),
     ("years", "the numbers at the end ('#Fun2024' 2024, 0 for a tag without one) of {}", _tag_year),
 )
 _TAG_CHANGES = (  # (name part, phrase, tag -> text)
