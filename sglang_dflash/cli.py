@@ -441,6 +441,13 @@ def _add_eval_tau(sub) -> None:
     p.add_argument("--drafter", required=True)
     p.add_argument("--prompts", required=True, help="JSONL with a 'prompt' field")
     p.add_argument("--num-prompts", type=int, default=100)
+    p.add_argument(
+        "--first-prompt",
+        type=int,
+        default=0,
+        help="skip the prompts before this 0-based position (a selection slice beside the first "
+        "--num-prompts that report tau: prompts 100-163 choose between drafters, 0-99 measure them)",
+    )
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--device", default="cpu")
@@ -475,25 +482,44 @@ def _weights_digest(drafter_dir: str) -> str:
     return digest.hexdigest()
 
 
+def _prompt_slice(args) -> list[str]:
+    """The prompts ``eval-tau`` measures: ``--num-prompts`` of them from ``--first-prompt`` on."""
+    from .train.data import read_prompts
+
+    prompts = read_prompts(args.prompts)
+    if not 0 <= args.first_prompt < len(prompts):
+        raise ValueError(
+            f"eval-tau: --first-prompt is {args.first_prompt}; expected 0 to {len(prompts) - 1} "
+            f"({args.prompts} holds {len(prompts)} prompts)"
+        )
+    return prompts[args.first_prompt : args.first_prompt + args.num_prompts]
+
+
 def _eval_tau(args) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from . import SamplingParams, load_drafter
     from .train.acceptance import greedy_responses, measure_tau
-    from .train.data import chat_prompt_ids, read_prompts
+    from .train.data import chat_prompt_ids
 
+    try:
+        texts = _prompt_slice(args)  # before any model loads: a bad slice fails at once
+    except ValueError as e:  # its message names the flag
+        print(e, file=sys.stderr)
+        return 2
     torch.set_num_threads(args.threads) if args.device == "cpu" else None
     tokenizer = AutoTokenizer.from_pretrained(args.target)
     target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).to(args.device).eval()
     drafter = load_drafter(args.drafter, target_config=target.config, device=args.device)
-    prompts = [chat_prompt_ids(tokenizer, p) for p in read_prompts(args.prompts)[: args.num_prompts]]
+    prompts = [chat_prompt_ids(tokenizer, p) for p in texts]
     params = SamplingParams(max_new_tokens=args.max_new_tokens, stop_token_ids=(tokenizer.eos_token_id,))
     # The drafter's weight digest is part of the settings: a partial file from another drafter is never
     # reused.
     settings = {
         "drafter_sha256": _weights_digest(args.drafter),
         "prompts_file": os.path.basename(args.prompts),
+        "first_prompt": args.first_prompt,
         "num_prompts": len(prompts),
         "max_new_tokens": args.max_new_tokens,
         "block_size": drafter.block_size,

@@ -2,6 +2,7 @@
 response (``measure_tau(responses=...)``, ``sglang-dflash eval-tau --replay``), and the kept responses."""
 
 import json
+import os
 
 import pytest
 
@@ -142,3 +143,49 @@ def test_teacher_forced_accept_is_the_training_objectives_acceptance_at_every_an
         blocks += anchors.numel()
     assert replayed["teacher_forced_accept"] == pytest.approx(hits / blocks, abs=1e-6)
     assert replayed["teacher_forced_accept"] > 0  # not a trivial 0 == 0: some drafts are right
+
+
+SHIPPED = os.path.join(os.path.dirname(__file__), "..", "drafters", "smollm2-135m-instruct")
+
+
+def write_prompt_file(path, count: int) -> str:
+    with open(path, "w", encoding="utf-8") as f:
+        for n in range(count):
+            f.write(json.dumps({"prompt": f"Write a Python function that returns {n} plus one."}) + "\n")
+    return str(path)
+
+
+def test_eval_tau_measures_the_slice_from_first_prompt(smollm2_float32, tmp_path):
+    """``--first-prompt 2 --num-prompts 2`` measures prompts 2 and 3 and keeps their responses,
+    recorded in the settings, so a selection slice never mixes with the first prompts' files."""
+    from sglang_dflash.cli import main
+    from sglang_dflash.smollm2 import ensure_smollm2
+    from sglang_dflash.train.data import chat_prompt_ids, read_prompts
+    from sglang_dflash.train.tokens import json_sha256
+
+    _, tokenizer = smollm2_float32
+    prompts = write_prompt_file(tmp_path / "prompts.jsonl", 5)
+    replay, out = str(tmp_path / "greedy.jsonl"), str(tmp_path / "tau.json")
+    argv = ["eval-tau", "--target", ensure_smollm2(), "--drafter", SHIPPED, "--prompts", prompts]
+    budget = ["--num-prompts", "2", "--max-new-tokens", "8", "--batch-size", "2"]
+    assert main([*argv, *budget, "--first-prompt", "2", "--replay", replay, "--json-out", out]) == 0
+    with open(out, encoding="utf-8") as f:
+        result = json.load(f)
+    assert (result["settings"]["first_prompt"], result["settings"]["num_prompts"]) == (2, 2)
+    with open(replay, encoding="utf-8") as f:
+        kept = [json.loads(line) for line in f][1:]
+    texts = read_prompts(prompts)
+    assert [entry["prompt_sha256"] for entry in kept] == [
+        json_sha256(chat_prompt_ids(tokenizer, text)) for text in texts[2:4]
+    ]
+    with pytest.raises(ValueError, match="another prompt list"):  # prompts 0-1 are other prompts
+        main([*argv, *budget, "--replay", replay])
+
+
+def test_eval_tau_refuses_a_first_prompt_past_the_file_before_loading(tmp_path, capsys):
+    from sglang_dflash.cli import main
+
+    prompts = write_prompt_file(tmp_path / "prompts.jsonl", 3)
+    argv = ["eval-tau", "--target", str(tmp_path / "absent"), "--drafter", str(tmp_path / "absent")]
+    assert main([*argv, "--prompts", prompts, "--first-prompt", "3"]) == 2
+    assert "--first-prompt is 3; expected 0 to 2" in capsys.readouterr().err
