@@ -53,12 +53,13 @@ def test_replayed_verify_steps_equal_the_reference_decoders(setup, which):
         assert max(max(steps, default=0) for steps in decoded.accept_lens) >= 3
 
 
-def test_kept_greedy_responses_are_the_targets_and_resume(setup, tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["greedy.jsonl", "greedy.jsonl.gz"])
+def test_kept_greedy_responses_are_the_targets_and_resume(setup, tmp_path, monkeypatch, name):
     target, drafter, prompts = setup
     params = SamplingParams(
         max_new_tokens=20, stop_token_ids=(stop_token_inside_some_responses(target, drafter, prompts),)
     )
-    path = str(tmp_path / "greedy.jsonl")
+    path = str(tmp_path / name)
     first = greedy_responses(target, prompts[:3], params, path)
     assert first == spec_generate(target, drafter, prompts[:3], params).token_ids  # lossless: the same
     made = []
@@ -68,6 +69,23 @@ def test_kept_greedy_responses_are_the_targets_and_resume(setup, tmp_path, monke
     grown = greedy_responses(target, prompts[:5], params, path)  # only the two new prompts run
     assert grown[:3] == first and len(made) == 2
     assert grown == spec_generate(target, drafter, prompts[:5], params).token_ids
+    with open(path, "rb") as f:
+        assert (f.read(2) == b"\x1f\x8b") == name.endswith(".gz")  # gzip's magic number
+
+
+def test_kept_gzip_responses_survive_a_torn_last_member(setup, tmp_path, monkeypatch):
+    """A kill while appending to a ``.gz`` file tears its last member: the responses before it stand
+    and only the torn one is made again."""
+    target, _, prompts = setup
+    params = SamplingParams(max_new_tokens=8)
+    path = tmp_path / "greedy.jsonl.gz"
+    first = greedy_responses(target, prompts[:3], params, str(path))
+    path.write_bytes(path.read_bytes()[:-20])  # the last member loses its trailer and some data
+    made = []
+    real = acceptance.generate_batch
+    monkeypatch.setattr(acceptance, "generate_batch", lambda *a, **k: made.append(1) or real(*a, **k))
+    assert greedy_responses(target, prompts[:3], params, str(path)) == first and len(made) == 1
+    assert greedy_responses(target, prompts[:3], params, str(path)) == first and len(made) == 1
 
 
 def test_kept_responses_refuse_another_budget_or_another_prompt(setup, tmp_path):

@@ -86,7 +86,7 @@ def test_committed_drafter_is_lossless_and_accepted(smollm2_float32, directory, 
 def test_kept_greedy_responses_are_the_targets_and_replay_to_the_measured_steps(
     smollm2_float32, evaluation_set, tmp_path
 ):
-    """``greedy-SET.jsonl`` holds the target's responses, and replaying them with the shipped drafter
+    """``greedy-SET.jsonl.gz`` holds the target's responses, and replaying them with the shipped drafter
     gives the verify steps that ``tau-SET.json`` measured by decoding (its first prompts)."""
     import shutil
 
@@ -94,7 +94,7 @@ def test_kept_greedy_responses_are_the_targets_and_replay_to_the_measured_steps(
     from sglang_dflash.train.data import chat_prompt_ids, generate_batch, read_prompts
 
     target, tokenizer = smollm2_float32
-    kept = os.path.join(DRAFTERS, f"greedy-{evaluation_set}.jsonl")
+    kept = os.path.join(DRAFTERS, f"greedy-{evaluation_set}.jsonl.gz")
     with open(os.path.join(DRAFTERS, f"tau-{evaluation_set}.json"), encoding="utf-8") as f:
         measured = json.load(f)
     texts = read_prompts(os.path.join(SHARED_DATA, f"{evaluation_set}.jsonl"))[:REPLAYED]
@@ -102,9 +102,9 @@ def test_kept_greedy_responses_are_the_targets_and_replay_to_the_measured_steps(
     params = SamplingParams(
         max_new_tokens=measured["settings"]["max_new_tokens"], stop_token_ids=(IM_END_ID,)
     )
-    copy = shutil.copy(kept, tmp_path / "greedy.jsonl")  # a kept file must not need to grow: no write
+    copy = shutil.copy(kept, tmp_path / "greedy.jsonl.gz")  # a kept file must not need to grow: no write
     responses = greedy_responses(target, prompts, params, str(copy))
-    with open(copy, encoding="utf-8") as a, open(kept, encoding="utf-8") as b:
+    with open(copy, "rb") as a, open(kept, "rb") as b:
         assert a.read() == b.read()
     shortest = min(range(REPLAYED), key=lambda i: len(responses[i]))
     assert (

@@ -176,14 +176,14 @@ want train && stage train sglang-dflash train --target "$target" --features "$fe
 
 # 3. Acceptance with the reference implementation: greedy, block 16, chat template, 256 new tokens, float32
 #    target, the first EVAL_PROMPTS prompts of each set, both sets side by side (one thread each).  The
-#    target's greedy responses to them are kept next to this file (greedy-SET.jsonl, the same for every
+#    target's greedy responses to them are kept next to this file (greedy-SET.jsonl.gz, the same for every
 #    drafter), so the verify steps are replayed teacher-forced from them (eval-tau --replay: the same tau,
 #    about 5 s per prompt instead of 30); EVAL_REPLAY=0 decodes with the reference implementation instead.
 evaluate() {
   local set pids=()
   for set in humaneval gsm8k; do
     local replay=()
-    [[ ${EVAL_REPLAY:-1} != 0 ]] && replay=(--replay "$here/greedy-$set.jsonl")
+    [[ ${EVAL_REPLAY:-1} != 0 ]] && replay=(--replay "$here/greedy-$set.jsonl.gz")
     sglang-dflash eval-tau --target "$target" --drafter "$work/drafter" --prompts "$evaldata/$set.jsonl" \
       "${replay[@]}" --num-prompts "${EVAL_PROMPTS:-100}" --max-new-tokens 256 --batch-size 5 --threads 1 \
       ${EVAL_MINUTES:+--max-minutes "$EVAL_MINUTES"} --json-out "$work/tau-$set.json" > "$work/eval-$set.log" 2>&1 &

@@ -17,6 +17,7 @@ those responses (resumable, tied to the target's weights and the prompts).
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -41,16 +42,32 @@ from .trainer import target_features
 REPLAY_ANCHORS_PER_PASS = 64
 
 
+def _open_text(path: str, mode: str):
+    """``path`` opened as UTF-8 text; gzip-compressed when it ends in ``.gz`` (appending adds a member,
+    which gzip readers take as one stream), so a kept file can be committed compressed."""
+    if path.endswith(".gz"):
+        return gzip.open(path, mode + "t", encoding="utf-8")
+    return open(path, mode, encoding="utf-8")
+
+
 def _read_partial(path: str | None) -> list[dict]:
     if not path or not os.path.exists(path):
         return []
     entries = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                entries.append(json.loads(line))
-            except json.JSONDecodeError:  # a line torn by a kill mid-write: that batch reruns
-                continue
+    with _open_text(path, "r") as f:
+        try:
+            for line in f:
+                try:
+                    entries.append(json.loads(line))
+                except json.JSONDecodeError:  # a line torn by a kill mid-write: that batch reruns
+                    continue
+        except EOFError:  # a gzip member torn by a kill mid-write: what came before it stands
+            torn = True
+        else:
+            torn = False
+    if torn:  # members appended after a torn one would never be read: write the file anew
+        with _open_text(path, "w") as f:
+            f.writelines(json.dumps(entry) + "\n" for entry in entries)
     return entries
 
 
@@ -280,7 +297,8 @@ def greedy_responses(
     path: str,
     max_minutes: float | None = None,
 ) -> list[list[int]] | None:
-    """The target's greedy response to every prompt, kept in ``path`` (JSONL, resumable per prompt).
+    """The target's greedy response to every prompt, kept in ``path`` (JSONL, gzip-compressed when
+    it ends in ``.gz``; resumable per prompt).
 
     The first line holds the settings (the target's weight digest, the budget and stop tokens);
     a file made under other settings is refused.  Every other line is one prompt's response, with
@@ -299,7 +317,7 @@ def greedy_responses(
     }
     done = _resume(path, settings, "another target or budget: use another file")
     if not done:
-        with open(path, "w", encoding="utf-8") as f:
+        with _open_text(path, "w") as f:
             f.write(json.dumps({"settings": settings}) + "\n")
     digests = [json_sha256(list(p)) for p in prompts]
     responses = {}
@@ -318,6 +336,6 @@ def greedy_responses(
         # One prompt per pass: left padding changes float rounding, and with it near-tied argmaxes.
         responses[index] = generate_batch(target, [prompts[index]], params.max_new_tokens, stop)[0]
         entry = {"index": index, "prompt_sha256": digests[index], "response": responses[index]}
-        with open(path, "a", encoding="utf-8") as f:
+        with _open_text(path, "a") as f:
             f.write(json.dumps(entry) + "\n")
     return [responses[i] for i in range(len(prompts))]

@@ -3,7 +3,7 @@
     python snapshot_tau.py RUN_WORK_DIR humaneval 25 snapshot-tau-humaneval.json
 
 RUN_WORK_DIR is the recipe's $WORK (its drafter/checkpoints/step-*.pt are the snapshots); the
-responses come from the kept greedy-SET.jsonl (copied: the kept file is never written).
+responses come from the kept greedy-SET.jsonl.gz (copied: the kept file is never written).
 """
 
 import glob
@@ -36,7 +36,7 @@ def main(run: str, evaluation_set: str, num_prompts: int, out: str) -> None:
     prompts = [chat_prompt_ids(tokenizer, t) for t in texts]
     params = SamplingParams(max_new_tokens=256, stop_token_ids=(IM_END_ID,))
     scratch = tempfile.mkdtemp()
-    kept = shutil.copy(os.path.join(DRAFTER, f"greedy-{evaluation_set}.jsonl"), scratch)
+    kept = shutil.copy(os.path.join(DRAFTER, f"greedy-{evaluation_set}.jsonl.gz"), scratch)
     responses = greedy_responses(target, prompts, params, kept)
     rows = []
     for snapshot in sorted(glob.glob(os.path.join(run, "drafter", "checkpoints", "step-*.pt"))):
