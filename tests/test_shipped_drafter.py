@@ -115,3 +115,32 @@ def test_kept_greedy_responses_are_the_targets_and_replay_to_the_measured_steps(
     replayed = replay_spec(target, drafter, prompts, responses, params)
     assert replayed.num_verify_steps == measured["per_request_verify_steps"][:REPLAYED]
     assert [sum(s) for s in replayed.accept_lens] == measured["per_request_tokens"][:REPLAYED]
+
+
+@pytest.mark.parametrize("evaluation_set", ["humaneval", "gsm8k"])
+def test_selection_slice_responses_are_the_targets_for_prompts_100_on(
+    smollm2_float32, evaluation_set, tmp_path
+):
+    """``greedy-select-SET.jsonl.gz`` holds the target's responses to prompts 100-163 (``eval-tau
+    --first-prompt 100 --num-prompts 64``): position 0 of the file is prompt 100, checked by digest
+    and by decoding the shorter of its first two responses again."""
+    import gzip
+    import shutil
+
+    from sglang_dflash.train.acceptance import greedy_responses
+    from sglang_dflash.train.data import chat_prompt_ids, generate_batch, read_prompts
+
+    target, tokenizer = smollm2_float32
+    kept = os.path.join(DRAFTERS, f"greedy-select-{evaluation_set}.jsonl.gz")
+    with gzip.open(kept, "rt", encoding="utf-8") as f:
+        assert len(f.readlines()) == 1 + 64  # the settings and one line per prompt
+    texts = read_prompts(os.path.join(SHARED_DATA, f"{evaluation_set}.jsonl"))[100 : 100 + REPLAYED]
+    prompts = [chat_prompt_ids(tokenizer, t) for t in texts]
+    params = SamplingParams(max_new_tokens=256, stop_token_ids=(IM_END_ID,))
+    copy = shutil.copy(kept, tmp_path / "greedy.jsonl.gz")
+    responses = greedy_responses(target, prompts, params, str(copy))  # refuses other prompts at 0, 1
+    shortest = min(range(REPLAYED), key=lambda i: len(responses[i]))
+    assert (
+        generate_batch(target, [prompts[shortest]], params.max_new_tokens, IM_END_ID)[0]
+        == responses[shortest]
+    )
