@@ -81,6 +81,27 @@ def test_committed_drafter_is_lossless_and_accepted(smollm2_float32, directory, 
     assert result.mean_tau > min_tau, result.mean_tau
 
 
+def checked_kept_responses(target, kept: str, prompts, params, tmp_path) -> list[list[int]]:
+    """The responses kept in ``kept`` for ``prompts`` (their digests checked), read from a copy that
+    must stay byte for byte the same (a kept file must not need to grow), and the shorter of the
+    first ``REPLAYED`` decoded again to show they are the target's own."""
+    import shutil
+
+    from sglang_dflash.train.acceptance import greedy_responses
+    from sglang_dflash.train.data import generate_batch
+
+    copy = shutil.copy(kept, tmp_path / os.path.basename(kept))
+    responses = greedy_responses(target, prompts, params, str(copy))
+    with open(copy, "rb") as a, open(kept, "rb") as b:
+        assert a.read() == b.read()
+    shortest = min(range(REPLAYED), key=lambda i: len(responses[i]))
+    assert (
+        generate_batch(target, [prompts[shortest]], params.max_new_tokens, IM_END_ID)[0]
+        == responses[shortest]
+    )
+    return responses
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("evaluation_set", ["humaneval", "gsm8k"])
 def test_kept_greedy_responses_are_the_targets_and_replay_to_the_measured_steps(
@@ -88,10 +109,8 @@ def test_kept_greedy_responses_are_the_targets_and_replay_to_the_measured_steps(
 ):
     """``greedy-SET.jsonl.gz`` holds the target's responses, and replaying them with the shipped drafter
     gives the verify steps that ``tau-SET.json`` measured by decoding (its first prompts)."""
-    import shutil
-
-    from sglang_dflash.train.acceptance import greedy_responses, replay_spec
-    from sglang_dflash.train.data import chat_prompt_ids, generate_batch, read_prompts
+    from sglang_dflash.train.acceptance import replay_spec
+    from sglang_dflash.train.data import chat_prompt_ids, read_prompts
 
     target, tokenizer = smollm2_float32
     kept = os.path.join(DRAFTERS, f"greedy-{evaluation_set}.jsonl.gz")
@@ -102,21 +121,14 @@ def test_kept_greedy_responses_are_the_targets_and_replay_to_the_measured_steps(
     params = SamplingParams(
         max_new_tokens=measured["settings"]["max_new_tokens"], stop_token_ids=(IM_END_ID,)
     )
-    copy = shutil.copy(kept, tmp_path / "greedy.jsonl.gz")  # a kept file must not need to grow: no write
-    responses = greedy_responses(target, prompts, params, str(copy))
-    with open(copy, "rb") as a, open(kept, "rb") as b:
-        assert a.read() == b.read()
-    shortest = min(range(REPLAYED), key=lambda i: len(responses[i]))
-    assert (
-        generate_batch(target, [prompts[shortest]], params.max_new_tokens, IM_END_ID)[0]
-        == responses[shortest]
-    )
+    responses = checked_kept_responses(target, kept, prompts, params, tmp_path)
     drafter = load_drafter(DRAFTERS, target_config=target.config)
     replayed = replay_spec(target, drafter, prompts, responses, params)
     assert replayed.num_verify_steps == measured["per_request_verify_steps"][:REPLAYED]
     assert [sum(s) for s in replayed.accept_lens] == measured["per_request_tokens"][:REPLAYED]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("evaluation_set", ["humaneval", "gsm8k"])
 def test_selection_slice_responses_are_the_targets_for_prompts_100_on(
     smollm2_float32, evaluation_set, tmp_path
@@ -125,10 +137,8 @@ def test_selection_slice_responses_are_the_targets_for_prompts_100_on(
     --first-prompt 100 --num-prompts 64``): position 0 of the file is prompt 100, checked by digest
     and by decoding the shorter of its first two responses again."""
     import gzip
-    import shutil
 
-    from sglang_dflash.train.acceptance import greedy_responses
-    from sglang_dflash.train.data import chat_prompt_ids, generate_batch, read_prompts
+    from sglang_dflash.train.data import chat_prompt_ids, read_prompts
 
     target, tokenizer = smollm2_float32
     kept = os.path.join(DRAFTERS, f"greedy-select-{evaluation_set}.jsonl.gz")
@@ -137,10 +147,4 @@ def test_selection_slice_responses_are_the_targets_for_prompts_100_on(
     texts = read_prompts(os.path.join(SHARED_DATA, f"{evaluation_set}.jsonl"))[100 : 100 + REPLAYED]
     prompts = [chat_prompt_ids(tokenizer, t) for t in texts]
     params = SamplingParams(max_new_tokens=256, stop_token_ids=(IM_END_ID,))
-    copy = shutil.copy(kept, tmp_path / "greedy.jsonl.gz")
-    responses = greedy_responses(target, prompts, params, str(copy))  # refuses other prompts at 0, 1
-    shortest = min(range(REPLAYED), key=lambda i: len(responses[i]))
-    assert (
-        generate_batch(target, [prompts[shortest]], params.max_new_tokens, IM_END_ID)[0]
-        == responses[shortest]
-    )
+    checked_kept_responses(target, kept, prompts, params, tmp_path)  # refuses other prompts at 0, 1

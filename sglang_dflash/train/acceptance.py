@@ -17,7 +17,6 @@ those responses (resumable, tied to the target's weights and the prompts).
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
@@ -32,6 +31,7 @@ from tqdm import tqdm
 from ..draft_model import DFlashDraftModel
 from ..reference import SpecResult, spec_generate
 from ..speculative import SamplingParams
+from .curve import open_text
 from .data import generate_batch
 from .objective import IGNORE, block_hidden, build_blocks
 from .tokens import json_sha256, weights_sha256
@@ -42,19 +42,11 @@ from .trainer import target_features
 REPLAY_ANCHORS_PER_PASS = 64
 
 
-def _open_text(path: str, mode: str):
-    """``path`` opened as UTF-8 text; gzip-compressed when it ends in ``.gz`` (appending adds a member,
-    which gzip readers take as one stream), so a kept file can be committed compressed."""
-    if path.endswith(".gz"):
-        return gzip.open(path, mode + "t", encoding="utf-8")
-    return open(path, mode, encoding="utf-8")
-
-
 def _read_partial(path: str | None) -> list[dict]:
     if not path or not os.path.exists(path):
         return []
     entries = []
-    with _open_text(path, "r") as f:
+    with open_text(path, "r") as f:
         try:
             for line in f:
                 try:
@@ -66,7 +58,7 @@ def _read_partial(path: str | None) -> list[dict]:
         else:
             torn = False
     if torn:  # members appended after a torn one would never be read: write the file anew
-        with _open_text(path, "w") as f:
+        with open_text(path, "w") as f:
             f.writelines(json.dumps(entry) + "\n" for entry in entries)
     return entries
 
@@ -317,7 +309,7 @@ def greedy_responses(
     }
     done = _resume(path, settings, "another target or budget: use another file")
     if not done:
-        with _open_text(path, "w") as f:
+        with open_text(path, "w") as f:
             f.write(json.dumps({"settings": settings}) + "\n")
     digests = [json_sha256(list(p)) for p in prompts]
     responses = {}
@@ -336,6 +328,6 @@ def greedy_responses(
         # One prompt per pass: left padding changes float rounding, and with it near-tied argmaxes.
         responses[index] = generate_batch(target, [prompts[index]], params.max_new_tokens, stop)[0]
         entry = {"index": index, "prompt_sha256": digests[index], "response": responses[index]}
-        with _open_text(path, "a") as f:
+        with open_text(path, "a") as f:
             f.write(json.dumps(entry) + "\n")
     return [responses[i] for i in range(len(prompts))]

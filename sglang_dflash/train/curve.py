@@ -27,19 +27,20 @@ from collections.abc import Sequence
 from typing import TextIO
 
 
-def _open_text(path: str) -> TextIO:
-    """``path`` opened for reading text, through gzip when it ends in ``.gz`` (the drafter folder keeps
-    earlier runs' logs and tau files compressed)."""
+def open_text(path: str, mode: str = "r") -> TextIO:
+    """``path`` opened as UTF-8 text (``mode`` "r", "w" or "a"), through gzip when it ends in ``.gz``
+    (the drafter folder keeps earlier runs' logs, tau files and the kept greedy responses
+    compressed; appending adds a gzip member, which gzip readers take as one stream)."""
     if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return gzip.open(path, mode + "t", encoding="utf-8")
+    return open(path, mode, encoding="utf-8")
 
 
 def read_log(path: str) -> list[dict]:
     """Rows of ``train_log.jsonl`` (or of ``train_log.jsonl.gz``); a resumed run may repeat steps, the
     last row per step wins."""
     rows: dict[int, dict] = {}
-    with _open_text(path) as f:
+    with open_text(path) as f:
         for line in f:
             if line.strip():
                 row = json.loads(line)
@@ -78,7 +79,7 @@ def training_threads(log_path: str) -> int:
     summary = next((path for path in paths if os.path.exists(path)), None)
     if summary is None:
         return 1
-    with _open_text(summary) as f:
+    with open_text(summary) as f:
         return int(json.load(f)["config"].get("threads") or 1)
 
 
@@ -120,7 +121,7 @@ def _tau_points(
     points: dict[str, list[tuple[float, dict]]] = {}
     for (_, tau_paths), x in zip(runs, ends):
         for path in tau_paths:
-            with _open_text(path) as f:
+            with open_text(path) as f:
                 result = json.load(f)
             name = os.path.basename(path).removesuffix(".gz").removesuffix(".json").removeprefix("tau-")
             points.setdefault(name, []).append((x, result))
