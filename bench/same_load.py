@@ -6,7 +6,8 @@ between runs.  Here every round starts one server per mode, one after another, a
 prompts (``--concurrency`` at a time, 1 by default); a mode is compared with the plain decoding of
 its own round.
 
-Modes: ``plain``; ``dflash`` (the whole block); ``adaptive`` (``--speculative-adaptive``, default
+Modes: ``plain``; ``dflash`` (the whole block); ``dflash-one-pass`` (the whole block, verified in
+one pass: ``SGLANG_DFLASH_STAGED_VERIFY=0``); ``adaptive`` (``--speculative-adaptive``, default
 config); ``w<k>`` or ``w<k>+<k>...`` (DFLASH verifying only those widths: the adaptive policy with
 that width set, no exploration); ``adaptive:<k>+<k>...`` (the default policy, exploration included,
 choosing among those widths); ``adaptive@<key>=<json>[@<key>=<json>...]`` (the default policy with
@@ -40,8 +41,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from cpu_server import CpuServer  # noqa: E402  (the tests' CPU server launcher)
 
 from sglang_dflash.adaptive import AdaptiveConfig  # noqa: E402
-from sglang_dflash.bench.engine_run import format_width_steps, read_profile  # noqa: E402
+from sglang_dflash.bench.engine_run import format_staged_steps, format_width_steps, read_profile  # noqa: E402
 from sglang_dflash.bench.report import agg_pyplot, save_figure, write_markdown  # noqa: E402
+from sglang_dflash.serving.staged_verify import STAGED_VERIFY_ENV  # noqa: E402
 
 DEFAULT_MODEL = os.path.expanduser("~/.cache/sglang-dflash/models/smollm2-135m-instruct")
 DEFAULT_DRAFTER = os.path.join(HERE, "..", "drafters", "smollm2-135m-instruct")
@@ -54,7 +56,7 @@ def mode_flags(mode: str, drafter: str, token_map: str | None) -> list[str]:
     flags = ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", drafter]
     if token_map:
         flags += ["--speculative-token-map", token_map]
-    if mode == "dflash":
+    if mode in ("dflash", "dflash-one-pass"):
         return flags
     if mode == "adaptive":
         return flags + ["--speculative-adaptive"]
@@ -70,8 +72,8 @@ def width_settings(mode: str) -> dict:
     widths = widths.split("+") if widths else []
     if not widths or not all(w.isdigit() and int(w) >= 1 for w in widths):
         raise SystemExit(
-            f"--modes: {mode!r} is unknown; expected plain, dflash, adaptive, w<k>[+<k>...], "
-            "adaptive:<k>[+<k>...] or adaptive@<key>=<json>[@...]"
+            f"--modes: {mode!r} is unknown; expected plain, dflash, dflash-one-pass, adaptive, "
+            "w<k>[+<k>...], adaptive:<k>[+<k>...] or adaptive@<key>=<json>[@...]"
         )
     config: dict = {"widths": [int(w) for w in widths]}
     if not explore:
@@ -138,6 +140,13 @@ def chat_prompts(model: str, path: str, offset: int, count: int) -> list[list[in
     return [list(prompt.input_ids) for prompt in prompts]
 
 
+def staged_steps(before: dict | None, after: dict | None) -> str:
+    """The steps between two profile reads that staged their verify, "n/N second m" ("" if none)."""
+    if not after:
+        return ""
+    return format_staged_steps(before, after, after["steps"] - (before or {}).get("steps", 0))
+
+
 def run_mode(args, mode: str, round_: int, prompts: list[list[int]]) -> tuple[dict, list]:
     """Start the mode's server, decode every prompt (``--concurrency`` in flight), stop it: one row and
     the outputs."""
@@ -146,6 +155,8 @@ def run_mode(args, mode: str, round_: int, prompts: list[list[int]]) -> tuple[di
     profile = None
     if mode != "plain":
         profile = env["SGLANG_DFLASH_PROFILE"] = os.path.join(args.out, f"{tag}.profile.json")
+    if mode == "dflash-one-pass":
+        env[STAGED_VERIFY_ENV] = "0"
     server = CpuServer(
         args.model,
         server_flags(mode, args.dtype, args.drafter, args.token_map),
@@ -175,6 +186,7 @@ def run_mode(args, mode: str, round_: int, prompts: list[list[int]]) -> tuple[di
         "tok_s": round(tokens / wall, 3),
         "tau": round(tokens / steps, 3),
         "widths": format_width_steps(warm_profile, profiled) if profiled else "",
+        "staged": staged_steps(warm_profile, profiled),
     }
     return row, outputs
 
@@ -183,8 +195,9 @@ def write_report(out: str, rows: list[dict]) -> None:
     """The markdown table and the plot: each mode's ratio to its round's plain decoding."""
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     lines = [
-        "| mode | tok/s per round | vs plain per round | median vs plain | tau | steps per width |",
-        "|---|---|---|---|---|---|",
+        "| mode | tok/s per round | vs plain per round | median vs plain | tau | step cost per round "
+        "| steps per width | staged verify |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for mode in modes:
         mine = [r for r in rows if r["mode"] == mode]
@@ -194,7 +207,10 @@ def write_report(out: str, rows: list[dict]) -> None:
         vs_plain = ", ".join(f"{ratio:.2f}" for ratio in ratios)
         taus = ", ".join(f"{r['tau']:.2f}" for r in mine)
         widths = ", ".join(r.get("widths") or "-" for r in mine)
-        lines.append(f"| {mode} | {rates} | {vs_plain} | {median} | {taus} | {widths} |")
+        # A step's cost in plain steps: tau tokens a step, at vs_plain of plain decoding's rate.
+        costs = ", ".join(f"{r['tau'] / r['vs_plain']:.2f}" if r["vs_plain"] else "-" for r in mine)
+        staged = ", ".join(r.get("staged") or "-" for r in mine)
+        lines.append(f"| {mode} | {rates} | {vs_plain} | {median} | {taus} | {costs} | {widths} | {staged} |")
     write_markdown(os.path.join(out, "results.md"), lines)
     plt = agg_pyplot()
     if plt is None:

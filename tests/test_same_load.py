@@ -63,7 +63,20 @@ def test_the_report_gives_each_modes_median_ratio_to_plain(same_load, tmp_path):
     ]
     same_load.write_report(str(tmp_path), rows)
     table = (tmp_path / "results.md").read_text()
-    assert "| w4 | 6.30, 8.40, 7.70 | 0.90, 1.20, 1.10 | 1.10 | 1.60, 1.60, 1.60 | -, -, - |" in table, table
+    assert (
+        "| w4 | 6.30, 8.40, 7.70 | 0.90, 1.20, 1.10 | 1.10 | 1.60, 1.60, 1.60 | 1.78, 1.33, 1.45 | -, -, - "
+        "| -, -, - |" in table
+    ), table
+
+
+def test_the_one_pass_mode_is_the_whole_block_with_staging_switched_off(same_load, tmp_path):
+    assert same_load.mode_flags("dflash-one-pass", "drafter", None) == same_load.mode_flags(
+        "dflash", "drafter", None
+    )
+    before = {"steps": 4, "counts": {"staged_steps": 1, "second_pass_requests": 2}}
+    after = {"steps": 10, "counts": {"staged_steps": 5, "second_pass_requests": 3}}
+    assert same_load.staged_steps(before, after) == "4/6 second 1"
+    assert same_load.staged_steps(None, None) == ""
 
 
 def test_the_dtype_flag_comes_after_the_cpu_servers_float32(same_load):

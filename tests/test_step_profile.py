@@ -182,8 +182,8 @@ def test_report_gives_step_cost_and_the_phase_table():
     assert rows["baseline"]["step_cost"] is None
     table = phase_table(list(rows.values()))
     assert (
-        "| d | 1 | dflash | 2.00 | 0.50 | 4.00 | 24 | 16:24 | 16:300.0 | - | 300.0 |" in table
-    )  # no graphs on CPU
+        "| d | 1 | dflash | 2.00 | 0.50 | 4.00 | 24 | 16:24 | 16:300.0 | - | - | 300.0 |" in table
+    )  # no graphs on CPU, no staged verify in this profile
     assert "baseline" not in table
     assert step_cost(1.5, float("nan")) is None
 
@@ -194,3 +194,18 @@ def test_per_group_graph_replays_come_from_the_gpu_profiles_counts():
     delta = profile_delta(before, after)
     assert delta["graphs"] == "draft 20/20 verify 0/20" and delta["verify_ms"] == 2.0
     assert "graphs" not in profile_delta(None, {"steps": 3, "totals_ms": {"verify_ms": 3.0}})
+
+
+def test_per_group_staged_verifies_come_from_the_cpu_profiles_counts():
+    before = {
+        "steps": 10,
+        "totals_ms": {"verify_ms": 20.0},
+        "counts": {"staged_steps": 6, "second_pass_requests": 5},
+    }
+    after = {
+        "steps": 30,
+        "totals_ms": {"verify_ms": 60.0},
+        "counts": {"staged_steps": 22, "second_pass_requests": 12},
+    }
+    assert profile_delta(before, after)["staged"] == "16/20 second 7"
+    assert "staged" not in profile_delta(None, {"steps": 3, "totals_ms": {"verify_ms": 3.0}})

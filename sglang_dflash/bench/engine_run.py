@@ -170,8 +170,20 @@ def profile_delta(before: dict | None, after: dict | None) -> dict | None:
         "widths": format_width_steps(before, after),
         "width_ms": format_width_ms(before, after),
         "graphs": format_graph_steps(before, after, steps),
+        "staged": format_staged_steps(before, after, steps),
     }
     return {**means, "steps": steps, **{name: text for name, text in tallies.items() if text}}
+
+
+def format_staged_steps(before: dict | None, after: dict, steps: int) -> str:
+    """Of ``steps`` steps between two reads of a CPU profile, how many staged their verify and how
+    many requests their second passes scored (``"12/20 second 9"``); empty where none staged."""
+    counts, prev = after.get("counts", {}), (before or {}).get("counts", {})
+    staged = counts.get("staged_steps", 0) - prev.get("staged_steps", 0)
+    if staged <= 0:
+        return ""
+    second = counts.get("second_pass_requests", 0) - prev.get("second_pass_requests", 0)
+    return f"{staged}/{steps} second {second}"
 
 
 def format_graph_steps(before: dict | None, after: dict, steps: int) -> str:

@@ -47,6 +47,7 @@ def summarize(raw: dict) -> list[dict]:
             row["widths"] = profile.get("widths")
             row["width_ms"] = profile.get("width_ms")
             row["graphs"] = profile.get("graphs")
+            row["staged"] = profile.get("staged")
             row["step_cost"] = step_cost(row.get("tau"), row["speedup"])
             rows.append(row)
     return rows
@@ -112,6 +113,7 @@ PHASE_COLUMNS = [
     ("widths", 0),  # steps per verify width, "width:steps"
     ("width_ms", 0),  # mean step time per verify width, "width:ms"
     ("graphs", 0),  # GPU: steps whose draft / verify pass replayed a CUDA graph, "draft n/N verify n/N"
+    ("staged", 0),  # CPU: steps that staged their verify, and its second passes' requests, "n/N second m"
     *((name, 1) for name in PHASE_NAMES),
 ]
 

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 
 import torch
@@ -123,17 +124,56 @@ class DeferredLogits:
         finally:
             del self._processor._get_logits  # the class's method again
 
-    def column_argmax(self, width: int) -> Callable[[torch.Tensor, int, int], torch.Tensor]:
+    def kept(self) -> tuple[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
+        """(final hidden states [N, H], ``logits(rows)`` -> float32 logits the host's way) of the
+        last captured verify."""
+        if self._kept is None:
+            raise RuntimeError("DeferredLogits needs a verify forward run under capture()")
+        hidden, lm_head, metadata = self._kept
+        return hidden, functools.partial(self._logits, lm_head=lm_head, metadata=metadata)
+
+    def _logits(self, hidden: torch.Tensor, lm_head, metadata) -> torch.Tensor:
+        return self._get_logits(hidden, lm_head, metadata)
+
+    def column_argmax(self, width: int) -> ColumnArgmax:
         """``argmax(requests, start, stop)``: the target's argmax [len(requests), stop - start] after
         block positions ``start .. stop - 1`` for ``requests`` (batch rows) of the last captured
         verify of ``width`` positions per request."""
-        if self._kept is None:
-            raise RuntimeError("DeferredLogits.column_argmax() needs a verify forward run under capture()")
-        hidden, lm_head, metadata = self._kept
+        hidden, logits = self.kept()
+        return ColumnArgmax(hidden, width, logits)
 
-        def argmax(requests: torch.Tensor, start: int, stop: int) -> torch.Tensor:
-            rows = (requests[:, None] * width + torch.arange(start, stop, device=requests.device)).reshape(-1)
-            logits = self._get_logits(hidden[rows], lm_head, metadata)
-            return logits.argmax(-1).view(len(requests), stop - start)
 
-        return argmax
+class ColumnArgmax:
+    """The target's argmax after chosen block positions of a verify, each row's lm_head run once.
+
+    ``hidden`` [bs * width, H]: row ``r * width + c`` is block column ``c`` of request ``r``;
+    ``logits(rows)`` -> float32 logits [n, V] of those hidden rows.  Calling it with
+    ``(requests, start, stop)`` returns the argmax [len(requests), stop - start] of those columns,
+    computing only the rows no earlier call computed (a staged verify asks its first columns twice).
+    Rows :meth:`settle` d answer 0 without an lm_head: rows past a request's first rejected draft,
+    which no committed token reads.
+    """
+
+    def __init__(self, hidden: torch.Tensor, width: int, logits: Callable[[torch.Tensor], torch.Tensor]):
+        self.hidden, self.width, self.logits = hidden, width, logits
+        self.tokens = torch.zeros(hidden.shape[0], dtype=torch.long, device=hidden.device)
+        self.known = torch.zeros(hidden.shape[0], dtype=torch.bool, device=hidden.device)
+        self.rows_computed = 0  # lm_head rows run so far
+
+    def rows(self, requests: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+        """Hidden rows of block columns ``start .. stop - 1`` of ``requests``, request-major."""
+        columns = torch.arange(start, stop, device=requests.device)
+        return (requests[:, None] * self.width + columns).reshape(-1)
+
+    def settle(self, requests: torch.Tensor, start: int, stop: int) -> None:
+        """Columns ``start .. stop - 1`` of ``requests`` answer 0 from now on (never computed)."""
+        self.known[self.rows(requests, start, stop)] = True
+
+    def __call__(self, requests: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+        rows = self.rows(requests, start, stop)
+        missing = rows[~self.known[rows]]
+        if missing.numel():
+            self.tokens[missing] = self.logits(self.hidden[missing]).argmax(-1)
+            self.known[missing] = True
+            self.rows_computed += missing.numel()
+        return self.tokens[rows].view(len(requests), stop - start)

@@ -54,6 +54,7 @@ from ..token_map import read_token_map
 from .inject import ContextInjector
 from .outputs import DeferredLogits, FinalHiddenStates, committed_logprobs
 from .spec_inputs import DFlashBlockInput, DFlashDraftInput, row_capacity
+from .staged_verify import VerifyPass, first_pass_columns, staged_verify, stages_verify
 from .tensor_parallel import TPShard, agree, agree_int
 
 logger = logging.getLogger(__name__)
@@ -303,6 +304,8 @@ class PhaseProfiler(Protocol):
 
     def forward_done(self) -> None: ...
 
+    def count(self, name: str, value: int) -> None: ...
+
 
 class _NoProfiler:
     """Profiling off: every phase is a no-op, so the step body has no profiling branches."""
@@ -320,6 +323,10 @@ class _NoProfiler:
         return None
 
     def forward_done(self) -> None:
+        return None
+
+    def count(self, name: str, value: int) -> None:
+        """Add ``value`` to the running count ``name`` (e.g. requests a staged second pass scored)."""
         return None
 
 
@@ -358,7 +365,9 @@ class WallClockProfiler(_NoProfiler):
     to the start of this step).  Totals and means are rewritten to ``path`` after every step (a
     small JSON file; the bench reads it after each group): ``{"draft_ms": mean, ..., "steps": n,
     "totals_ms": {...}, "widths": {"<verify width>": {"steps": n, "step_ms": mean}}}``: the widths
-    tell what an adaptive policy chose and what each choice cost.
+    tell what an adaptive policy chose and what each choice cost; ``"counts"`` holds running counts
+    (``staged_steps``, ``second_pass_requests``: steps that staged their verify, and the requests
+    their second passes scored, :mod:`.staged_verify`).
     """
 
     # The columns the bench report reads back, less the device gap between steps (GPU only).
@@ -371,6 +380,7 @@ class WallClockProfiler(_NoProfiler):
         self.step_start: float | None = None
         self.last_forward_end: float | None = None
         self.width_steps: dict[int, list[float]] = {}  # verify width -> [steps, total step ms]
+        self.counts: dict[str, int] = {}  # running counts (count()), written as "counts"
 
     @contextlib.contextmanager
     def _timed(self, name: str) -> Iterator[None]:
@@ -405,11 +415,14 @@ class WallClockProfiler(_NoProfiler):
         self.steps += 1
         count_width(self.width_steps, width, cur["step_ms"])
         self.step_start, self.last_forward_end = None, end
-        write_step_profile(self.path, self.totals, self.steps, self.width_steps)
+        write_step_profile(self.path, self.totals, self.steps, self.width_steps, counts=self.counts)
 
     def forward_done(self) -> None:
         """A prefill ended: the next step's host time starts here."""
         self.last_forward_end = self.clock()
+
+    def count(self, name: str, value: int) -> None:
+        self.counts[name] = self.counts.get(name, 0) + value
 
 
 def make_profiler(path: str | None, device: torch.device) -> PhaseProfiler:
@@ -553,6 +566,41 @@ def block_slots(batch, req_to_token: torch.Tensor, block_size: int) -> torch.Ten
         draft_token_num=block_size,
         device=req_to_token.device,
     )
+
+
+# Per-request fields of a ScheduleBatch that request_subset does not cut: a batch with any of them
+# set (hybrid, encoder-decoder or logprob requests) verifies in one pass.
+_UNCUT_FIELDS = ("mamba_track_indices", "encoder_lens", "top_logprobs_nums", "token_ids_logprobs")
+
+
+def can_split_batch(batch) -> bool:
+    """Whether :func:`request_subset` can cut ``batch`` (nothing per request beyond what it cuts)."""
+    if any(getattr(batch, name, None) is not None for name in _UNCUT_FIELDS):
+        return False
+    mm_inputs = getattr(batch, "multimodal_inputs", None)
+    return mm_inputs is None or all(m is None for m in mm_inputs)
+
+
+def request_subset(batch, requests: torch.Tensor, advance: int):
+    """A shallow copy of ``batch`` holding only ``requests`` (batch rows), each ``advance`` tokens
+    further along: a verify pass over block columns ``advance ..`` of those requests attends to
+    their prefix and to the columns an earlier pass wrote.  ``batch`` itself is not changed."""
+    chosen = requests.tolist()
+    sub = copy.copy(batch)
+    sub.reqs = [batch.reqs[i] for i in chosen]
+    sub.req_pool_indices = batch.req_pool_indices[requests.to(batch.req_pool_indices.device)]
+    sub.seq_lens = batch.seq_lens[requests.to(batch.seq_lens.device)] + advance
+    if getattr(batch, "orig_seq_lens", None) is not None:
+        sub.orig_seq_lens = batch.orig_seq_lens[requests.to(batch.orig_seq_lens.device)] + advance
+    if getattr(batch, "req_pool_indices_cpu", None) is not None:
+        sub.req_pool_indices_cpu = batch.req_pool_indices_cpu[requests.cpu()]
+    sub.seq_lens_cpu, sub.seq_lens_sum = None, None
+    if batch.seq_lens_cpu is not None:
+        sub.seq_lens_cpu = batch.seq_lens_cpu[requests.cpu()] + advance
+        sub.seq_lens_sum = int(sub.seq_lens_cpu.sum())
+    if getattr(batch, "multimodal_inputs", None) is not None:
+        sub.multimodal_inputs = [batch.multimodal_inputs[i] for i in chosen]
+    return sub
 
 
 def verify_slots(out_cache_loc: torch.Tensor, bs: int, width: int) -> torch.Tensor:
@@ -724,6 +772,7 @@ class DFlashWorker(BaseSpecWorker):
         self.mask_drafts = mask_drafts_setting()
         self.deferred_logits = deferred_verify_logits(target_worker.model_runner, self.tp_shard)
         self.small_batch_linears = small_batch_linears_setting(self.device)
+        self.first_pass_columns = first_pass_columns()
         # The drafter's lm_head over the drafts' columns only (and, drafting greedily from a hot
         # vocabulary, over its rows only: HotVocabLogits); a CUDA graph replays every column.
         self.draft_columns_only = torch.device(self.device).type == "cpu"
@@ -854,6 +903,13 @@ class DFlashWorker(BaseSpecWorker):
             deferred = None
         if sampling_info.logit_bias is not None or batch.return_logprob:
             deferred = None
+        # A greedy step's verify scores the blocks' later columns only for the requests that
+        # accepted every draft of the first ones (staged_verify).
+        staged = deferred is not None and not batch.return_hidden_states and can_split_batch(batch)
+        staged = staged and stages_verify(self.first_pass_columns, width)
+        # Verify, draft and inject multiply weights by a few rows: the faster product on CPU.
+        few_rows = step_uses_few_row_linears(self.small_batch_linears, width)
+        cheap_rows = small_batch_linear.CHEAP_ROWS if few_rows else 1
         # Greedy drafts from a hot vocabulary need only its logits (their argmax, mapped back).
         hot_ids = getattr(self.draft_model, "hot_token_ids", None)
         hot_drafts = self.draft_columns_only and hot_ids is not None and sampling.all_greedy
@@ -878,9 +934,39 @@ class DFlashWorker(BaseSpecWorker):
             logits = drafted.logits_output.next_token_logits
             return HotVocabLogits(logits, hot_ids) if hot_drafts else logits
 
+        def target_pass(
+            block: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor, requests, start: int, stop: int
+        ) -> VerifyPass:
+            """One deferred-logits target pass over block columns ``start .. stop - 1`` of ``requests``."""
+            pass_batch = batch if start == 0 else request_subset(batch, requests, start)
+            forward_batch = self._block_forward_batch(
+                pass_batch,
+                self.target_worker.model_runner,
+                block[requests, start:stop],
+                positions.view(bs, -1)[requests, start:stop].reshape(-1),
+                slots.view(bs, -1)[requests, start:stop].reshape(-1),
+                CaptureHiddenMode.FULL,
+                stop - start,
+            )
+            with deferred.capture():
+                result = self.target_worker.forward_batch_generation(
+                    batch=None, forward_batch=forward_batch, is_verify=True
+                )
+            if start == 0:
+                passes.verify_batch, passes.verify_result = forward_batch, result
+            aux, result.logits_output.hidden_states = result.logits_output.hidden_states, None
+            final, logits = deferred.kept()
+            return VerifyPass(final, aux, logits)
+
         def verify(
             block: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor
         ) -> tuple[torch.Tensor | Callable[[torch.Tensor, int, int], torch.Tensor], torch.Tensor]:
+            if staged:
+                run_pass = functools.partial(target_pass, block, positions, slots)
+                result = staged_verify(block, self.first_pass_columns, run_pass, cheap_rows)
+                self.profiler.count("staged_steps", 1)
+                self.profiler.count("second_pass_requests", result.second_pass_requests)
+                return result.argmax, result.aux
             passes.verify_batch = self._block_forward_batch(
                 batch,
                 self.target_worker.model_runner,
@@ -905,8 +991,6 @@ class DFlashWorker(BaseSpecWorker):
                 return deferred.column_argmax(width), hidden
             return logits_output.next_token_logits, hidden
 
-        # Verify, draft and inject multiply weights by a few rows: the faster product on CPU.
-        few_rows = step_uses_few_row_linears(self.small_batch_linears, width)
         with small_batch_linears(few_rows):
             step = decode_step(
                 StepInputs(
@@ -922,7 +1006,7 @@ class DFlashWorker(BaseSpecWorker):
                     logit_bias=sampling_info.logit_bias,
                     selector=getattr(self.draft_model, "select_drafts", None),
                     agree=functools.partial(agree, shard=self.tp_shard) if self.tp_shard.size > 1 else None,
-                    cheap_rows=small_batch_linear.CHEAP_ROWS if few_rows else 1,
+                    cheap_rows=cheap_rows,
                 ),
                 draft=draft,
                 verify=verify,
