@@ -1,16 +1,16 @@
-"""A greedy verify in two passes where a step's block rows are many: the target scores the first
-columns of every request's block, then the rest only for the requests whose drafts all matched.
+"""A greedy verify in two passes: the target scores the first columns of every request's block,
+then the rest only for the requests whose drafts all matched there.
 
 On CPU a verify of 16 requests x 16 positions is compute-bound (256 rows through every linear), and
 even one request's 16 rows cost more than its first 4, yet with tau about 2 only one request in six
 or seven gets past its fourth draft: the positions after a request's first rejected draft are work
-that no committed token reads.  The target is causal, so its
-argmax and captured features at block column ``c`` depend only on columns ``0 .. c``: scoring columns
-``[0, first)`` of every request, then ``[first, width)`` of the requests still accepting, commits
-the same tokens, injects the same features and writes the same KV at every committed position as
-one pass over the whole block (the rest of each block lies past its new seq_len, where the next
-block writes before anything reads).  The worker stages every all-greedy CPU step with deferred
-verify logits (:class:`~.outputs.DeferredLogits`); ``SGLANG_DFLASH_STAGED_VERIFY`` sets ``first``.
+that no committed token reads.  The target is causal, so its argmax and captured features at block
+column ``c`` depend only on columns ``0 .. c``: scoring columns ``[0, first)`` of every request,
+then ``[first, width)`` of the requests still accepting, commits the same tokens, injects the same
+features and writes the same KV at every committed position as one pass over the whole block (the
+rest of each block lies past its new seq_len, where the next block writes before anything reads).
+The worker stages every all-greedy CPU step with deferred verify logits
+(:class:`~.outputs.DeferredLogits`) wider than ``first``; ``SGLANG_DFLASH_STAGED_VERIFY`` sets it.
 """
 
 from __future__ import annotations

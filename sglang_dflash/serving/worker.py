@@ -7,6 +7,8 @@ legend: :mod:`sglang_dflash.speculative`)::
     block    = [bonus token, MASK x (block_size - 1)]  at positions seq_len .. seq_len + block_size - 1
     draft    = draft model (TARGET_VERIFY-shaped, bidirectional) -> block_size - 1 drafts / request
     verify   = target (TARGET_VERIFY, causal, FULL aux hidden capture) over [bonus token, drafts]
+               (an all-greedy CPU step: in two passes, the later columns only for requests still
+               accepting, .staged_verify)
     accept   = greedy prefix / lossless speculative sampling -> num_correct_drafts, emitted
     publish  = on_publish(seq_len + accept_lens)                   (the next step may schedule)
     inject   = target hidden of the verified rows -> draft K/V at their slots
