@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable, Iterator
 
 import torch
@@ -130,10 +129,7 @@ class DeferredLogits:
         if self._kept is None:
             raise RuntimeError("DeferredLogits needs a verify forward run under capture()")
         hidden, lm_head, metadata = self._kept
-        return hidden, functools.partial(self._logits, lm_head=lm_head, metadata=metadata)
-
-    def _logits(self, hidden: torch.Tensor, lm_head, metadata) -> torch.Tensor:
-        return self._get_logits(hidden, lm_head, metadata)
+        return hidden, lambda rows: self._get_logits(rows, lm_head, metadata)
 
     def column_argmax(self, width: int) -> ColumnArgmax:
         """``argmax(requests, start, stop)``: the target's argmax [len(requests), stop - start] after
