@@ -7,16 +7,18 @@ prompts (``--concurrency`` at a time, 1 by default); a mode is compared with the
 its own round.
 
 Modes: ``plain``; ``dflash`` (the whole block); ``dflash-one-pass`` (the whole block, verified in
-one pass: ``SGLANG_DFLASH_STAGED_VERIFY=0``); ``adaptive`` (``--speculative-adaptive``, default
-config); ``w<k>`` or ``w<k>+<k>...`` (DFLASH verifying only those widths: the adaptive policy with
-that width set, no exploration); ``adaptive:<k>+<k>...`` (the default policy, exploration included,
-choosing among those widths); ``adaptive@<key>=<json>[@<key>=<json>...]`` (the default policy with
-those ``--speculative-adaptive-config`` settings, e.g. ``adaptive@confirm_promising=false``).
-Every DFLASH mode uses the drafter's hot vocabulary when
-``--token-map`` is given and writes its ``SGLANG_DFLASH_PROFILE`` phases next to the results (a row
-keeps the steps each verify width ran). ``--cores`` are the server's OpenMP cores
-(``SGLANG_CPU_OMP_THREADS_BIND``; run the script under ``taskset`` with the same cores). Greedy
-output of every mode is compared with plain decoding's and must equal it in float32; with
+one pass: ``SGLANG_DFLASH_STAGED_VERIFY=0``); ``dflash-second-pass-always`` (the whole block,
+staged, its second pass run whenever a request goes on: ``SGLANG_DFLASH_SECOND_PASS=always``);
+``adaptive`` (``--speculative-adaptive``, default config); ``w<k>`` or ``w<k>+<k>...`` (DFLASH
+verifying only those widths: the adaptive policy with that width set, no exploration);
+``adaptive:<k>+<k>...`` (the default policy, exploration included, choosing among those widths);
+``adaptive@<key>=<json>[@<key>=<json>...]`` (the default policy with those
+``--speculative-adaptive-config`` settings, e.g. ``adaptive@confirm_promising=false``). Every
+DFLASH mode uses the drafter's hot vocabulary when ``--token-map`` is given and writes its
+``SGLANG_DFLASH_PROFILE`` phases next to the results (a row keeps the steps each verify width
+ran). ``--cores`` are the server's OpenMP cores (``SGLANG_CPU_OMP_THREADS_BIND``; run the script
+under ``taskset`` with the same cores). Greedy output of every mode is compared with plain
+decoding's and must equal it in float32; with
 ``--dtype bfloat16`` (every server in bf16) it is recorded only.
 
     SGLANG_DFLASH_SGL_KERNEL_STANDIN=1 PYTHONPATH=tests/cpu_host taskset -c 0 \\
@@ -43,10 +45,18 @@ from cpu_server import CpuServer  # noqa: E402  (the tests' CPU server launcher)
 from sglang_dflash.adaptive import AdaptiveConfig  # noqa: E402
 from sglang_dflash.bench.engine_run import format_staged_steps, format_width_steps, read_profile  # noqa: E402
 from sglang_dflash.bench.report import agg_pyplot, save_figure, write_markdown  # noqa: E402
-from sglang_dflash.serving.staged_verify import STAGED_VERIFY_ENV  # noqa: E402
+from sglang_dflash.serving.staged_verify import SECOND_PASS_ENV, STAGED_VERIFY_ENV  # noqa: E402
 
 DEFAULT_MODEL = os.path.expanduser("~/.cache/sglang-dflash/models/smollm2-135m-instruct")
 DEFAULT_DRAFTER = os.path.join(HERE, "..", "drafters", "smollm2-135m-instruct")
+
+
+# The whole-block modes and the environment each runs its server with.
+WHOLE_BLOCK_MODES = {
+    "dflash": {},
+    "dflash-one-pass": {STAGED_VERIFY_ENV: "0"},
+    "dflash-second-pass-always": {SECOND_PASS_ENV: "always"},
+}
 
 
 def mode_flags(mode: str, drafter: str, token_map: str | None) -> list[str]:
@@ -56,7 +66,7 @@ def mode_flags(mode: str, drafter: str, token_map: str | None) -> list[str]:
     flags = ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", drafter]
     if token_map:
         flags += ["--speculative-token-map", token_map]
-    if mode in ("dflash", "dflash-one-pass"):
+    if mode in WHOLE_BLOCK_MODES:
         return flags
     if mode == "adaptive":
         return flags + ["--speculative-adaptive"]
@@ -72,7 +82,7 @@ def width_settings(mode: str) -> dict:
     widths = widths.split("+") if widths else []
     if not widths or not all(w.isdigit() and int(w) >= 1 for w in widths):
         raise SystemExit(
-            f"--modes: {mode!r} is unknown; expected plain, dflash, dflash-one-pass, adaptive, "
+            f"--modes: {mode!r} is unknown; expected plain, {', '.join(WHOLE_BLOCK_MODES)}, adaptive, "
             "w<k>[+<k>...], adaptive:<k>[+<k>...] or adaptive@<key>=<json>[@...]"
         )
     config: dict = {"widths": [int(w) for w in widths]}
@@ -155,8 +165,7 @@ def run_mode(args, mode: str, round_: int, prompts: list[list[int]]) -> tuple[di
     profile = None
     if mode != "plain":
         profile = env["SGLANG_DFLASH_PROFILE"] = os.path.join(args.out, f"{tag}.profile.json")
-    if mode == "dflash-one-pass":
-        env[STAGED_VERIFY_ENV] = "0"
+    env.update(WHOLE_BLOCK_MODES.get(mode, {}))
     server = CpuServer(
         args.model,
         server_flags(mode, args.dtype, args.drafter, args.token_map),

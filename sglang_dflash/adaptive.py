@@ -264,9 +264,17 @@ class VerifyWidthPolicy:
             self.record_time(bs, width, now - started)
         self.open_step = None
 
-    def step_finished(self, bs: int, width: int, started: float, num_correct_drafts: Sequence[int]) -> None:
-        """A step that started at ``started`` accepted these drafts (timed when the next one starts)."""
-        self.record_acceptance(width, num_correct_drafts)
+    def step_finished(
+        self,
+        bs: int,
+        width: int,
+        started: float,
+        num_correct_drafts: Sequence[int],
+        judged_drafts: Sequence[int] | None = None,
+    ) -> None:
+        """A step that started at ``started`` accepted these drafts (timed when the next one starts);
+        ``judged_drafts`` as in :meth:`record_acceptance`."""
+        self.record_acceptance(width, num_correct_drafts, judged_drafts)
         self.open_step = (bs, width, started)
 
     def cycle_interrupted(self) -> None:
@@ -283,8 +291,12 @@ class VerifyWidthPolicy:
         timing.recent.append(seconds)
         timing.measured_at = self.steps.get(bucket, 0)
 
-    def record_acceptance(self, width: int, num_correct_drafts: Sequence[int]) -> None:
-        """One step's accepted drafts per request.  The counts decay at every step, plain decoding's
+    def record_acceptance(
+        self, width: int, num_correct_drafts: Sequence[int], judged_drafts: Sequence[int] | None = None
+    ) -> None:
+        """One step's accepted drafts per request, of the ``judged_drafts`` its verify scored (default:
+        all ``width - 1``; fewer where a staged verify stopped early, whose later drafts were neither
+        accepted nor rejected).  The counts decay at every step, plain decoding's
         too: while the policy decodes plainly it sees no drafts, and evidence from before (often the
         unlucky run of rejections that made it stop drafting) must fade, or one bad stretch would
         keep it from drafting long after the text has changed."""
@@ -294,9 +306,10 @@ class VerifyWidthPolicy:
             self.passed[depth] *= decay
         if width <= 1:
             return
-        for accepted in num_correct_drafts:
+        judged = judged_drafts if judged_drafts is not None else [width - 1] * len(num_correct_drafts)
+        for accepted, scored in zip(num_correct_drafts, judged, strict=True):
             # Drafts 1..accepted were accepted; draft accepted + 1 was rejected if the step verified it.
-            for depth in range(min(accepted + 1, width - 1)):
+            for depth in range(min(accepted + 1, scored)):
                 self.reached[depth] += 1
-            for depth in range(min(accepted, width - 1)):
+            for depth in range(min(accepted, scored)):
                 self.passed[depth] += 1

@@ -70,12 +70,14 @@ def test_the_report_gives_each_modes_median_ratio_to_plain(same_load, tmp_path):
 
 
 def test_the_one_pass_mode_is_the_whole_block_with_staging_switched_off(same_load, tmp_path):
-    assert same_load.mode_flags("dflash-one-pass", "drafter", None) == same_load.mode_flags(
-        "dflash", "drafter", None
-    )
+    for mode in ("dflash-one-pass", "dflash-second-pass-always"):
+        assert same_load.mode_flags(mode, "drafter", None) == same_load.mode_flags("dflash", "drafter", None)
+    assert same_load.WHOLE_BLOCK_MODES["dflash-one-pass"] == {"SGLANG_DFLASH_STAGED_VERIFY": "0"}
+    assert same_load.WHOLE_BLOCK_MODES["dflash-second-pass-always"] == {"SGLANG_DFLASH_SECOND_PASS": "always"}
+    assert same_load.WHOLE_BLOCK_MODES["dflash"] == {}
     before = {"steps": 4, "counts": {"staged_steps": 1, "second_pass_requests": 2}}
     after = {"steps": 10, "counts": {"staged_steps": 5, "second_pass_requests": 3}}
-    assert same_load.staged_steps(before, after) == "4/6 second 1"
+    assert same_load.staged_steps(before, after) == "4/6 second 1 cut 0"
     assert same_load.staged_steps(None, None) == ""
 
 

@@ -11,11 +11,17 @@ import torch
 
 pytest.importorskip("sglang.srt.layers.radix_attention", reason="needs the sglang extra installed")
 
+from sglang_dflash import speculative as spec
+from sglang_dflash.adaptive import AdaptiveConfig, VerifyWidthPolicy
+from sglang_dflash.serving import worker
 from sglang_dflash.serving.outputs import ColumnArgmax
 from sglang_dflash.serving.staged_verify import (
+    SECOND_PASS_ENV,
     STAGED_VERIFY_ENV,
+    SecondPassGate,
     VerifyPass,
     first_pass_columns,
+    second_pass_policy,
     staged_verify,
     stages_verify,
 )
@@ -193,3 +199,133 @@ def test_the_cpu_profile_writes_running_counts(tmp_path):
         profiler.count("second_pass_requests", second)
         profiler.end_step(16)
     assert json.loads(path.read_text())["counts"] == {"staged_steps": 2, "second_pass_requests": 2}
+
+
+def test_a_gate_that_refuses_the_second_pass_commits_the_first_columns_the_target_verified():
+    """Cut after the first pass, an onward request commits its first 3 drafts and the target's
+    token after them (the 4th draft, as the bonus token): what a verify of 4 columns commits."""
+    verifier = TinyVerifier()
+    matched = [0, 2, 3, 4, 6, 15]
+    tokens = blocks_accepting(verifier, matched)
+    narrow_accepted, narrow_emitted = greedy_accept(
+        tokens[:, 1:4], verifier.logits(verifier.run_pass(tokens, torch.arange(6), 0, 4).final).view(6, 4, -1)
+    )
+    verifier.passes, verifier.logit_rows = [], 0
+
+    staged = staged_verify(tokens, 4, lambda *a: verifier.run_pass(tokens, *a), gate=SecondPassGate("never"))
+    accepted, emitted = greedy_accept_by_columns(tokens[:, 1:], staged.argmax)
+    accepted = torch.minimum(accepted, staged.argmax.verified - 1)  # what decode_step commits
+
+    assert verifier.passes == [(list(range(6)), 0, 4)]
+    assert staged.second_pass_requests == 0 and staged.cut_requests == 3
+    assert staged.onward.tolist() == [3, 4, 5]
+    assert staged.argmax.verified.tolist() == [WIDTH, WIDTH, WIDTH, 4, 4, 4]
+    assert accepted.tolist() == narrow_accepted.tolist() == [0, 2, 3, 3, 3, 3]
+    for r, n in enumerate(accepted.tolist()):
+        assert emitted[r, : n + 1].tolist() == narrow_emitted[r, : n + 1].tolist()
+    assert staged.argmax.rows_computed <= len(PREFIXES) * 4  # no lm_head row past the first pass
+
+
+class StepClock:
+    """A clock that moves ``ticks`` seconds at each read (so each timed pass lasts one tick)."""
+
+    def __init__(self, *ticks: float) -> None:
+        self.now, self.ticks = 0.0, list(ticks)
+
+    def __call__(self) -> float:
+        self.now += self.ticks.pop(0) if self.ticks else 0.0
+        return self.now
+
+
+def test_staged_verify_times_both_passes_for_the_gate():
+    verifier = TinyVerifier()
+    tokens = blocks_accepting(verifier, [0, 2, 3, 4, 6, 15])
+    gate = SecondPassGate()
+    clock = StepClock(0.0, 0.2, 0.0, 0.05)  # first pass 200 ms, second 50 ms
+    staged_verify(tokens, 4, lambda *a: verifier.run_pass(tokens, *a), gate=gate, clock=clock)
+    assert (gate.first_rows.value, gate.first_ms.value) == (6 * 4, pytest.approx(200.0))
+    assert (gate.second_rows.value, gate.second_ms.value) == (3 * 12, pytest.approx(50.0))
+
+
+def test_the_gate_runs_the_second_pass_when_its_tokens_per_ms_beat_the_steps_rate():
+    gate = SecondPassGate()
+    assert gate.pays(1, 12)  # nothing measured yet: it runs, and is measured
+    gate.observe_pass(False, 64, 200.0)
+    gate.observe_pass(True, 24, 80.0)  # the line: 3 ms a row, 8 ms at no rows
+    assert gate.predicted_ms(12) == pytest.approx(44.0) and gate.predicted_ms(48) == pytest.approx(152.0)
+    gate.observe_step(tokens=40, ms=400.0)  # 0.1 token per ms
+    assert gate.pays(1, 12)  # nothing measured the tokens a second pass adds yet
+    gate.observe_gain(requests=2, added_tokens=5)  # 2.5 tokens per onward request
+    assert not gate.pays(1, 12)  # 2.5 tokens in 44 ms: below 0.1 per ms
+    assert not gate.pays(4, 48)  # 10 tokens in 152 ms
+    gate.observe_step(tokens=4, ms=200.0)  # the rate falls toward 0.02 per ms: 0.1 + 0.1 * (0.02 - 0.1)
+    assert gate.rate.value == pytest.approx(0.092)
+    gate.observe_gain(requests=1, added_tokens=30)  # 2.5 + 0.1 * (30 - 2.5) = 5.25 per request
+    assert gate.pays(1, 12)  # 5.25 tokens in 44 ms: 0.119 per ms
+    assert SecondPassGate("always").pays(1, 10**6) and not SecondPassGate("never").pays(16, 16)
+
+
+def test_a_second_pass_no_dearer_per_row_than_the_first_is_predicted_at_its_own_time():
+    gate = SecondPassGate()
+    gate.observe_pass(False, 4, 60.0)  # one request: the first pass took longer than the second
+    gate.observe_pass(True, 12, 50.0)
+    assert gate.predicted_ms(24) == pytest.approx(50.0)  # a negative slope is no slope
+
+
+def test_the_second_pass_policy_comes_from_the_environment(monkeypatch):
+    monkeypatch.delenv(SECOND_PASS_ENV, raising=False)
+    assert second_pass_policy() == "auto"
+    monkeypatch.setenv(SECOND_PASS_ENV, "Never")
+    assert second_pass_policy() == "never"
+    monkeypatch.setenv(SECOND_PASS_ENV, "sometimes")
+    with pytest.raises(ValueError, match="SGLANG_DFLASH_SECOND_PASS is 'sometimes'; expected one of auto"):
+        second_pass_policy()
+    with pytest.raises(ValueError, match="policy is 'sometimes'"):
+        SecondPassGate("sometimes")
+
+
+def test_a_decode_step_commits_no_more_than_a_cut_request_verified():
+    """decode_step reads a deferred verify's ``verified``: request 0, cut after 4 columns, commits
+    its first 3 drafts and the bonus token, though every one of its 7 drafts is the target's."""
+    bs, width, vocab, favoured = 2, 8, 12, 5
+    head = torch.full((vocab, 1), -1.0)
+    head[favoured] = 1.0
+    argmax = ColumnArgmax(torch.ones(bs * width, 1), width, lambda rows: rows @ head.T)
+    argmax.cut(torch.tensor([0]), 4)
+    draft_logits = torch.full((bs * width, vocab), -1.0)
+    draft_logits[:, favoured] = 1.0
+    injected = []
+    step = worker.decode_step(
+        worker.StepInputs(
+            bonus_tokens=torch.tensor([1, 2]),
+            seq_lens=torch.tensor([3, 5]),
+            out_cache_loc=torch.arange(bs * width),
+            block_size=width,
+            mask_token_id=0,
+            sampling=spec.BatchSampling.from_params([spec.SamplingParams()] * bs),
+        ),
+        draft=lambda block, positions: draft_logits,
+        verify=lambda tokens, positions, slots: (argmax, torch.zeros(bs * width, 1)),
+        inject=lambda hidden, positions, slots: injected.append(slots.tolist()),
+    )
+    assert step.num_correct_drafts.tolist() == [3, 7] and step.accept_lens.tolist() == [4, 8]
+    assert step.bonus_tokens.tolist() == [favoured, favoured]
+    assert injected == [[0, 1, 2, 3, *range(8, 16)]]  # request 0's scored columns only
+
+
+def test_the_worker_learns_what_second_passes_added_and_tells_the_policy_what_cuts_judged():
+    verifier = TinyVerifier()
+    tokens = blocks_accepting(verifier, [0, 2, 3, 4, 6, 15])
+    ran = staged_verify(tokens, 4, lambda *a: verifier.run_pass(tokens, *a))
+    gate = SecondPassGate()
+    worker.learn_second_pass(gate, ran, torch.tensor([1, 3, 4, 5, 7, 16]), 4)
+    assert gate.gain.value == pytest.approx((1 + 3 + 12) / 3)  # past the 4 tokens a cut commits
+    assert worker.judged_acceptance(torch.tensor([0, 2, 3, 4, 6, 15]), ran, 4) == ([0, 2, 3, 4, 6, 15], None)
+
+    cut = staged_verify(tokens, 4, lambda *a: verifier.run_pass(tokens, *a), gate=SecondPassGate("never"))
+    accepted, judged = worker.judged_acceptance(torch.tensor([0, 2, 3, 3, 3, 3]), cut, 4)
+    assert accepted == [0, 2, 3, 4, 4, 4] and judged == [15, 15, 15, 4, 4, 4]
+    policy = VerifyWidthPolicy(AdaptiveConfig().for_block_size(WIDTH))
+    policy.record_acceptance(WIDTH, accepted, judged)
+    # Draft 5 of the cut requests was never judged: neither reached nor rejected.
+    assert policy.reached[:6] == [6, 5, 5, 4, 0, 0] and policy.passed[:5] == [5, 5, 4, 3, 0]

@@ -205,7 +205,7 @@ def test_per_group_staged_verifies_come_from_the_cpu_profiles_counts():
     after = {
         "steps": 30,
         "totals_ms": {"verify_ms": 60.0},
-        "counts": {"staged_steps": 22, "second_pass_requests": 12},
+        "counts": {"staged_steps": 22, "second_pass_requests": 12, "cut_requests": 3},
     }
-    assert profile_delta(before, after)["staged"] == "16/20 second 7"
+    assert profile_delta(before, after)["staged"] == "16/20 second 7 cut 3"
     assert "staged" not in profile_delta(None, {"steps": 3, "totals_ms": {"verify_ms": 3.0}})

@@ -176,14 +176,18 @@ def profile_delta(before: dict | None, after: dict | None) -> dict | None:
 
 
 def format_staged_steps(before: dict | None, after: dict, steps: int) -> str:
-    """Of ``steps`` steps between two reads of a CPU profile, how many staged their verify and how
-    many requests their second passes scored (``"12/20 second 9"``); empty where none staged."""
+    """Of ``steps`` steps between two reads of a CPU profile, how many staged their verify, how
+    many requests their second passes scored and how many onward requests the second-pass gate cut
+    at the first pass (``"12/20 second 9 cut 4"``); empty where none staged."""
     counts, prev = after.get("counts", {}), (before or {}).get("counts", {})
-    staged = counts.get("staged_steps", 0) - prev.get("staged_steps", 0)
+
+    def delta(name: str) -> int:
+        return counts.get(name, 0) - prev.get(name, 0)
+
+    staged = delta("staged_steps")
     if staged <= 0:
         return ""
-    second = counts.get("second_pass_requests", 0) - prev.get("second_pass_requests", 0)
-    return f"{staged}/{steps} second {second}"
+    return f"{staged}/{steps} second {delta('second_pass_requests')} cut {delta('cut_requests')}"
 
 
 def format_graph_steps(before: dict | None, after: dict, steps: int) -> str:

@@ -147,7 +147,8 @@ class ColumnArgmax:
     ``(requests, start, stop)`` returns the argmax [len(requests), stop - start] of those columns,
     computing only the rows no earlier call computed (a staged verify asks its first columns twice).
     Rows :meth:`settle` d answer 0 without an lm_head: rows past a request's first rejected draft,
-    which no committed token reads.
+    which no committed token reads.  ``verified`` [bs] holds the block columns each request's verify
+    scored (the width, or fewer after :meth:`cut`): acceptance commits at most that many tokens.
     """
 
     def __init__(self, hidden: torch.Tensor, width: int, logits: Callable[[torch.Tensor], torch.Tensor]):
@@ -155,6 +156,7 @@ class ColumnArgmax:
         self.tokens = torch.zeros(hidden.shape[0], dtype=torch.long, device=hidden.device)
         self.known = torch.zeros(hidden.shape[0], dtype=torch.bool, device=hidden.device)
         self.rows_computed = 0  # lm_head rows run so far
+        self.verified = torch.full((hidden.shape[0] // width,), width, dtype=torch.long, device=hidden.device)
 
     def rows(self, requests: torch.Tensor, start: int, stop: int) -> torch.Tensor:
         """Hidden rows of block columns ``start .. stop - 1`` of ``requests``, request-major."""
@@ -164,6 +166,12 @@ class ColumnArgmax:
     def settle(self, requests: torch.Tensor, start: int, stop: int) -> None:
         """Columns ``start .. stop - 1`` of ``requests`` answer 0 from now on (never computed)."""
         self.known[self.rows(requests, start, stop)] = True
+
+    def cut(self, requests: torch.Tensor, columns: int) -> None:
+        """The verify of ``requests`` stops after block column ``columns - 1``: later columns were
+        never scored, so they answer 0 and those requests commit at most ``columns`` tokens."""
+        self.settle(requests, columns, self.width)
+        self.verified[requests] = columns
 
     def __call__(self, requests: torch.Tensor, start: int, stop: int) -> torch.Tensor:
         rows = self.rows(requests, start, stop)

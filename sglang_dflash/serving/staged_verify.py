@@ -11,11 +11,20 @@ features and writes the same KV at every committed position as one pass over the
 rest of each block lies past its new seq_len, where the next block writes before anything reads).
 The worker stages every all-greedy CPU step with deferred verify logits
 (:class:`~.outputs.DeferredLogits`) wider than ``first``; ``SGLANG_DFLASH_STAGED_VERIFY`` sets it.
+
+The second pass is a whole pass through the target for a few requests, so it costs nearly what a
+small batch's decode step costs: at 16 requests, two requests' dozen more tokens can be worth less
+than the time it takes.  :class:`SecondPassGate` runs it only when the tokens it is expected to add
+per millisecond beat the rate the steps commit tokens at; otherwise those requests commit what the
+first pass verified (their ``first`` accepted tokens, the last one as the bonus token) and draft on
+from there at the next step, as a verify of ``first`` columns would have.  Either way every
+committed token is the target's; ``SGLANG_DFLASH_SECOND_PASS`` (auto, always, never) sets it.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -27,6 +36,9 @@ from .outputs import ColumnArgmax
 # First-pass columns of a staged verify ("4", default), or "0": every verify in one pass.
 STAGED_VERIFY_ENV = "SGLANG_DFLASH_STAGED_VERIFY"
 DEFAULT_FIRST_COLUMNS = 4
+# When the second pass runs: "auto" (default, when it pays: SecondPassGate), "always", "never".
+SECOND_PASS_ENV = "SGLANG_DFLASH_SECOND_PASS"
+SECOND_PASS_POLICIES = ("auto", "always", "never")
 
 
 class VerifyPass(NamedTuple):
@@ -43,6 +55,8 @@ class StagedVerify(NamedTuple):
     argmax: ColumnArgmax  # ``argmax(requests, start, stop)``, the first pass's columns already known
     aux: torch.Tensor  # [bs * width, K*H]; rows no pass scored are zero and lie past every commit
     second_pass_requests: int  # how many requests the second pass scored (0: it did not run)
+    onward: torch.Tensor  # the requests whose drafts 1 .. first all matched (batch rows)
+    cut_requests: int  # onward requests left at the first pass's columns (the gate said no)
 
 
 def first_pass_columns() -> int:
@@ -54,6 +68,84 @@ def first_pass_columns() -> int:
             f"columns (default {DEFAULT_FIRST_COLUMNS}), or 0 to verify every block in one pass"
         )
     return int(value)
+
+
+def second_pass_policy() -> str:
+    """``SGLANG_DFLASH_SECOND_PASS``: when a staged verify's second pass runs (default ``auto``)."""
+    value = os.environ.get(SECOND_PASS_ENV, "auto").strip().lower()
+    if value not in SECOND_PASS_POLICIES:
+        raise ValueError(
+            f"sglang-dflash: {SECOND_PASS_ENV} is {value!r}; expected one of "
+            f"{', '.join(SECOND_PASS_POLICIES)} (auto: when it adds tokens faster than the steps commit them)"
+        )
+    return value
+
+
+class _Mean:
+    """An exponentially weighted mean (None until the first sample)."""
+
+    def __init__(self, weight: float) -> None:
+        self.weight, self.value = weight, None
+
+    def add(self, sample: float) -> None:
+        self.value = sample if self.value is None else self.value + self.weight * (sample - self.value)
+
+
+class SecondPassGate:
+    """Decides, each staged step, whether the second pass pays; learns what it needs as steps run.
+
+    Running it for ``n`` onward requests over ``rows`` rows is worth it when the tokens it adds,
+    ``n x`` (measured tokens a second pass adds per onward request), per millisecond it takes
+    beat the rate the steps commit tokens at: then the steps' mean rate rises.  A pass's time is
+    predicted on the line through the mean (rows, ms) of recent first passes and of recent second
+    passes (a pass reads every weight whatever its rows, then pays per row).  Until a second pass
+    has been measured it runs (``auto``); ``always`` and ``never`` fix the answer.
+    """
+
+    def __init__(self, policy: str = "auto", weight: float = 0.1) -> None:
+        if policy not in SECOND_PASS_POLICIES:
+            raise ValueError(f"SecondPassGate: policy is {policy!r}; expected one of {SECOND_PASS_POLICIES}")
+        self.policy = policy
+        self.rate = _Mean(weight)  # committed tokens per ms of a decode step
+        self.gain = _Mean(weight)  # tokens a second pass added per onward request
+        self.first_rows, self.first_ms = _Mean(weight), _Mean(weight)
+        self.second_rows, self.second_ms = _Mean(weight), _Mean(weight)
+
+    def observe_pass(self, second: bool, rows: int, ms: float) -> None:
+        """A first (``second=False``) or second pass over ``rows`` block rows took ``ms``."""
+        (self.second_rows if second else self.first_rows).add(rows)
+        (self.second_ms if second else self.first_ms).add(ms)
+
+    def observe_step(self, tokens: int, ms: float) -> None:
+        """A decode step committed ``tokens`` (all its requests together) in ``ms``."""
+        if ms > 0:
+            self.rate.add(tokens / ms)
+
+    def observe_gain(self, requests: int, added_tokens: int) -> None:
+        """A second pass over ``requests`` onward requests let them commit ``added_tokens`` more
+        than the first pass's columns alone would have."""
+        if requests:
+            self.gain.add(added_tokens / requests)
+
+    def predicted_ms(self, rows: int) -> float | None:
+        """A second pass's time over ``rows`` rows (None until one has been measured)."""
+        if self.second_ms.value is None:
+            return None
+        per_row = 0.0
+        if self.first_rows.value is not None and abs(self.first_rows.value - self.second_rows.value) >= 1:
+            per_row = (self.first_ms.value - self.second_ms.value) / (
+                self.first_rows.value - self.second_rows.value
+            )
+        return max(self.second_ms.value + max(per_row, 0.0) * (rows - self.second_rows.value), 1e-3)
+
+    def pays(self, requests: int, rows: int) -> bool:
+        """Whether to run the second pass for ``requests`` onward requests over ``rows`` rows."""
+        if self.policy != "auto":
+            return self.policy == "always"
+        ms = self.predicted_ms(rows)
+        if ms is None or self.rate.value is None or self.gain.value is None:
+            return True
+        return requests * self.gain.value >= self.rate.value * ms
 
 
 def stages_verify(first: int, width: int) -> bool:
@@ -69,6 +161,8 @@ def staged_verify(
     first: int,
     run_pass: Callable[[torch.Tensor, int, int], VerifyPass],
     cheap_rows: int = 1,
+    gate: SecondPassGate | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> StagedVerify:
     """Greedy-verify ``tokens`` [bs, width] ([bonus token, drafts] per request) in two passes.
 
@@ -76,14 +170,18 @@ def staged_verify(
     (batch rows), reading the KV of the columns before ``start`` that an earlier pass wrote.  The
     first pass scores columns ``[0, first)`` of every request; a request goes on to the second pass,
     columns ``[first, width)``, when its drafts 1 .. ``first`` all equal the target's argmax (the
-    last of them is judged by the first pass's last column).  ``cheap_rows`` as in
-    :func:`~sglang_dflash.speculative.greedy_accept_by_columns`.
+    last of them is judged by the first pass's last column), if ``gate`` (default: always) says
+    it pays; otherwise their verify stops at the first pass's columns (:meth:`ColumnArgmax.cut`).
+    ``cheap_rows`` as in :func:`~sglang_dflash.speculative.greedy_accept_by_columns`.
     """
     bs, width = tokens.shape
     if not 0 < first < width:
         raise ValueError(f"a staged verify's first pass takes 1 to {width - 1} columns, got {first}")
+    gate = gate if gate is not None else SecondPassGate("always")
     everyone = torch.arange(bs, device=tokens.device)
+    started = clock()
     head = run_pass(everyone, 0, first)
+    gate.observe_pass(False, bs * first, (clock() - started) * 1e3)
     final = head.final.new_zeros((bs * width, head.final.shape[-1]))
     aux = head.aux.new_zeros((bs * width, head.aux.shape[-1]))
     argmax = ColumnArgmax(final, width, head.logits)
@@ -95,8 +193,15 @@ def staged_verify(
     onward = (accepted == first - 1) & (emitted[:, first - 1] == tokens[:, first])
     argmax.settle(everyone[~onward], first, width)
     later = everyone[onward]
-    if later.numel():
-        tail = run_pass(later, first, width)
-        tail_rows = argmax.rows(later, first, width)
-        final[tail_rows], aux[tail_rows] = tail.final, tail.aux
-    return StagedVerify(argmax, aux, int(later.numel()))
+    rows = later.numel() * (width - first)
+    if not rows:
+        return StagedVerify(argmax, aux, 0, later, 0)
+    if not gate.pays(later.numel(), rows):
+        argmax.cut(later, first)
+        return StagedVerify(argmax, aux, 0, later, later.numel())
+    started = clock()
+    tail = run_pass(later, first, width)
+    gate.observe_pass(True, rows, (clock() - started) * 1e3)
+    tail_rows = argmax.rows(later, first, width)
+    final[tail_rows], aux[tail_rows] = tail.final, tail.aux
+    return StagedVerify(argmax, aux, later.numel(), later, 0)

@@ -56,7 +56,15 @@ from ..token_map import read_token_map
 from .inject import ContextInjector
 from .outputs import DeferredLogits, FinalHiddenStates, committed_logprobs
 from .spec_inputs import DFlashBlockInput, DFlashDraftInput, row_capacity
-from .staged_verify import VerifyPass, first_pass_columns, staged_verify, stages_verify
+from .staged_verify import (
+    SecondPassGate,
+    StagedVerify,
+    VerifyPass,
+    first_pass_columns,
+    second_pass_policy,
+    staged_verify,
+    stages_verify,
+)
 from .tensor_parallel import TPShard, agree, agree_int
 
 logger = logging.getLogger(__name__)
@@ -605,6 +613,30 @@ def request_subset(batch, requests: torch.Tensor, advance: int):
     return sub
 
 
+def learn_second_pass(
+    gate: SecondPassGate, staged: StagedVerify, accept_lens: torch.Tensor, first: int
+) -> None:
+    """What a staged step's second pass added: its onward requests' tokens past the ``first`` that
+    the first pass's columns alone would have committed."""
+    if staged.second_pass_requests:
+        added = int((accept_lens[staged.onward] - first).sum())
+        gate.observe_gain(staged.second_pass_requests, added)
+
+
+def judged_acceptance(
+    num_correct_drafts: torch.Tensor, staged: StagedVerify | None, first: int
+) -> tuple[list[int], list[int] | None]:
+    """(accepted drafts, drafts judged) per request for the width policy: a request whose verify
+    was cut after the first pass's columns accepted all ``first`` drafts judged there, and its
+    later ones were never judged (not rejected).  ``None``: every request judged the whole width."""
+    if staged is None or not staged.cut_requests:
+        return num_correct_drafts.tolist(), None
+    accepted = num_correct_drafts.clone()
+    judged = torch.full_like(accepted, staged.argmax.width - 1)
+    accepted[staged.onward], judged[staged.onward] = first, first
+    return accepted.tolist(), judged.tolist()
+
+
 def verify_slots(out_cache_loc: torch.Tensor, bs: int, width: int) -> torch.Tensor:
     """The KV slots of the first ``width`` positions of each block ([bs * block_size] -> [bs * width])."""
     return out_cache_loc.view(bs, -1)[:, :width].reshape(-1)
@@ -628,7 +660,9 @@ def decode_step(
     [bs * width, K*H]) for the first ``width = verify_width`` block positions, at those KV slots;
     for an all-greedy batch without penalties, grammar or ``logit_bias``, the logits may come as
     ``column_argmax(requests, start, stop)`` instead (:class:`~.outputs.DeferredLogits`: acceptance
-    asks for a few block columns at a time, :func:`~sglang_dflash.speculative.greedy_accept_by_columns`);
+    asks for a few block columns at a time, :func:`~sglang_dflash.speculative.greedy_accept_by_columns`),
+    whose ``verified`` [bs], if it has one, caps each request's committed tokens (a staged verify
+    that scored only a request's first columns: :class:`~.outputs.ColumnArgmax`);
     ``inject(hidden, positions, slots)`` writes the context K/V of those rows into the draft pool;
     ``publish(new_seq_lens)`` lets the host schedule the next step.  The target's logits are
     changed in place before acceptance as plain decoding's sampler changes them, in its order:
@@ -697,6 +731,9 @@ def decode_step(
                 num_correct_drafts, emitted = spec.greedy_accept_by_columns(
                     drafts, target_logits, inputs.cheap_rows
                 )
+                verified = getattr(target_logits, "verified", None)
+                if verified is not None:  # a staged verify stopped early for some requests (cut)
+                    num_correct_drafts = torch.minimum(num_correct_drafts, verified - 1)
             else:
                 num_correct_drafts, emitted = spec.accept(drafts, draft_probs, target_logits, sampling, draws)
             if inputs.agree is not None:
@@ -775,6 +812,7 @@ class DFlashWorker(BaseSpecWorker):
         self.deferred_logits = deferred_verify_logits(target_worker.model_runner, self.tp_shard)
         self.small_batch_linears = small_batch_linears_setting(self.device)
         self.first_pass_columns = first_pass_columns()
+        self.second_pass = SecondPassGate(second_pass_policy())
         # The drafter's lm_head over the drafts' columns only (and, drafting greedily from a hot
         # vocabulary, over its rows only: HotVocabLogits); a CUDA graph replays every column.
         self.draft_columns_only = torch.device(self.device).type == "cpu"
@@ -960,15 +998,21 @@ class DFlashWorker(BaseSpecWorker):
             final, logits = deferred.kept()
             return VerifyPass(final, aux, logits)
 
+        staged_result: StagedVerify | None = None
+
         def verify(
             block: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor
         ) -> tuple[torch.Tensor | Callable[[torch.Tensor, int, int], torch.Tensor], torch.Tensor]:
+            nonlocal staged_result
             if staged:
                 run_pass = functools.partial(target_pass, block, positions, slots)
-                result = staged_verify(block, self.first_pass_columns, run_pass, cheap_rows)
+                staged_result = staged_verify(
+                    block, self.first_pass_columns, run_pass, cheap_rows, self.second_pass
+                )
                 self.profiler.count("staged_steps", 1)
-                self.profiler.count("second_pass_requests", result.second_pass_requests)
-                return result.argmax, result.aux
+                self.profiler.count("second_pass_requests", staged_result.second_pass_requests)
+                self.profiler.count("cut_requests", staged_result.cut_requests)
+                return staged_result.argmax, staged_result.aux
             passes.verify_batch = self._block_forward_batch(
                 batch,
                 self.target_worker.model_runner,
@@ -1016,9 +1060,15 @@ class DFlashWorker(BaseSpecWorker):
                 publish=on_publish,
                 profiler=self.profiler,
             )
+        if staged_result is not None:
+            learn_second_pass(self.second_pass, staged_result, step.accept_lens, self.first_pass_columns)
+        self.second_pass.observe_step(int(step.accept_lens.sum()), (time.perf_counter() - started) * 1e3)
         if self.width_policy is not None:
             # On CPU the step ran synchronously: its acceptance is already known.
-            self.width_policy.step_finished(bs, width, started, step.num_correct_drafts.tolist())
+            accepted, judged = judged_acceptance(
+                step.num_correct_drafts, staged_result, self.first_pass_columns
+            )
+            self.width_policy.step_finished(bs, width, started, accepted, judged)
         logits_output = passes.verify_result.logits_output
         if batch.return_logprob:
             committed_logprobs(batch, logits_output, step.emitted)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -44,6 +45,15 @@ def dflash_server(
         *args,
         env=env,
     )
+
+
+def profile_counts(server: CpuServer, *names: str) -> dict[str, int]:
+    """The running counts of the server's CPU step profile (``SGLANG_DFLASH_PROFILE``, kept as
+    ``server.profile``): e.g. the steps that staged their verify and the requests their second
+    passes scored or the second-pass gate cut."""
+    profile = server.profile
+    counts = json.loads(profile.read_text()).get("counts", {}) if profile.exists() else {}
+    return {name: counts.get(name, 0) for name in names}
 
 
 def radix_prompts(prompts: list[list[int]]) -> list[list[int]]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from serving_checks import (
     GREEDY,
@@ -12,6 +10,7 @@ from serving_checks import (
     check_max_new_tokens_inside_a_block,
     check_shutdown_is_clean,
     dflash_server,
+    profile_counts,
     radix_prompts,
 )
 
@@ -22,7 +21,8 @@ NAME = "overlap"
 @pytest.fixture(scope="module")
 def server(smollm2, drafter, reference, tmp_path_factory):
     """Started after the plain reference server has stopped; the last test stops it.  It writes the
-    CPU step profile, whose counts tell which steps staged their verify."""
+    CPU step profile, whose counts tell which steps staged their verify, and runs every second pass
+    a request reaches (the sync server's runs none: test_dflash_sync_chunked.py)."""
     profile = tmp_path_factory.mktemp("dflash-overlap-profile") / "profile.json"
     started = dflash_server(
         smollm2,
@@ -30,26 +30,20 @@ def server(smollm2, drafter, reference, tmp_path_factory):
         tmp_path_factory,
         "dflash-overlap",
         "--enable-metrics",
-        env={"SGLANG_DFLASH_PROFILE": str(profile)},
+        env={"SGLANG_DFLASH_PROFILE": str(profile), "SGLANG_DFLASH_SECOND_PASS": "always"},
     )
     started.profile = profile
     yield started
     started.shutdown()
 
 
-def staged_counts(server) -> dict[str, int]:
-    """Steps that staged their verify so far, and the requests their second passes scored."""
-    counts = json.loads(server.profile.read_text()).get("counts", {}) if server.profile.exists() else {}
-    return {name: counts.get(name, 0) for name in ("staged_steps", "second_pass_requests")}
-
-
 @pytest.mark.parametrize("concurrency", [1, 8])
 def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter, concurrency):
     """Equal token for token, with every step's verify staged (staged_verify: block columns 0-3 of
     every request, then 4-15 of those whose drafts 1-4 all matched)."""
-    before = staged_counts(server)
+    before = profile_counts(server, "staged_steps", "second_pass_requests")
     check_greedy_equals_plain(NAME, server, prompts, reference, concurrency, drafter)
-    after = staged_counts(server)
+    after = profile_counts(server, "staged_steps", "second_pass_requests")
     assert after["staged_steps"] > before["staged_steps"]
     if drafter[1] == "shipped":  # some requests accept four drafts: their later columns ran
         assert after["second_pass_requests"] > before["second_pass_requests"]

@@ -1,6 +1,8 @@
 """Our DFLASH without the overlap scheduler, with chunked prefill forced (``--chunked-prefill-size``
-below every prompt's length), the shipped hot draft vocabulary (``--speculative-token-map``) and 8
-running-request slots, on CPU, against plain decoding (shared setup: conftest.py)."""
+below every prompt's length), the shipped hot draft vocabulary (``--speculative-token-map``), 8
+running-request slots and no staged verify's second pass (``SGLANG_DFLASH_SECOND_PASS=never``: a
+request whose drafts 1-4 all match commits 4 tokens), on CPU, against plain decoding (shared
+setup: conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from serving_checks import (
     check_max_new_tokens_inside_a_block,
     check_shutdown_is_clean,
     dflash_server,
+    profile_counts,
 )
 
 pytestmark = pytest.mark.slow
@@ -24,7 +27,9 @@ SLOTS = 8  # --max-running-requests: the greedy checks' highest concurrency fill
 
 @pytest.fixture(scope="module")
 def server(smollm2, drafter, reference, tmp_path_factory):
-    """Started after the plain reference server has stopped; the last test stops it."""
+    """Started after the plain reference server has stopped; the last test stops it.  Its CPU step
+    profile counts the onward requests whose second pass was cut."""
+    profile = tmp_path_factory.mktemp("dflash-sync-profile") / "profile.json"
     started = dflash_server(
         smollm2,
         drafter,
@@ -36,15 +41,22 @@ def server(smollm2, drafter, reference, tmp_path_factory):
         "--max-running-requests",
         str(SLOTS),
         *HOT_VOCABULARY,
+        env={"SGLANG_DFLASH_PROFILE": str(profile), "SGLANG_DFLASH_SECOND_PASS": "never"},
     )
+    started.profile = profile
     yield started
     started.shutdown()
 
 
 @pytest.mark.parametrize("concurrency", [1, 8])
 def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter, concurrency):
+    before = profile_counts(server, "cut_requests", "second_pass_requests")
     check_greedy_equals_plain(NAME, server, prompts, reference, concurrency, drafter)
+    after = profile_counts(server, "cut_requests", "second_pass_requests")
+    assert after["second_pass_requests"] == 0
     if drafter[1] == "shipped":
+        # Some requests accepted drafts 1-4: cut there, they committed what the target verified.
+        assert after["cut_requests"] > before["cut_requests"]
         # Greedy drafts come from the hot vocabulary's logits alone, mapped back to token ids: a
         # wrong id would stay lossless but be rejected (a random drafter's tau is about 1.0).
         assert SUMMARY[f"{NAME} c={concurrency}"]["tau"] > 1.4
