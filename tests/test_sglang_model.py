@@ -99,7 +99,7 @@ def test_injected_context_kv_equals_the_reference_context_kv(pair):
 def test_block_logits_equal_the_reference(any_pair, use_triton):
     """Inject two requests' contexts, run one block each through our SGLang model: same logits,
     for full, sliding causal and sliding bidirectional draft layers (every block column, the drafts'
-    columns only, and those over a hot vocabulary only)."""
+    columns only, and those over a hot vocabulary only; the later columns' final states)."""
     reference, model, embed, head = any_pair
     cfg = reference.config
     lengths = [9, 5]
@@ -127,6 +127,9 @@ def test_block_logits_equal_the_reference(any_pair, use_triton):
         got = model(block.reshape(-1), positions.reshape(-1), fb).next_token_logits.view(2, block_size, -1)
         fb.spec_info.logit_columns = (1, 3)  # a width-3 step reads its two drafts' columns only
         drafts_only = model(block.reshape(-1), positions.reshape(-1), fb).next_token_logits
+        fb.spec_info.later_columns = (3, block_size)  # a staged step drafts columns 3.. later
+        later = model(block.reshape(-1), positions.reshape(-1), fb).hidden_states
+        del fb.spec_info.later_columns
         hot = torch.tensor([2, 5, 17, 30])
         model.set_hot_vocab(hot)
         try:  # a greedy pass over a hot vocabulary asks for its logits alone
@@ -136,6 +139,8 @@ def test_block_logits_equal_the_reference(any_pair, use_triton):
             model.set_hot_vocab(None)
     assert drafts_only.shape == (2 * 2, got.shape[-1])
     assert torch.allclose(drafts_only.view(2, 2, -1), got[:, 1:3], atol=1e-5)
+    assert later.shape == (2 * (block_size - 3), cfg.hidden_size)  # their final states, for the lm_head
+    assert torch.allclose(model.logits(later).view(2, block_size - 3, -1), got[:, 3:], atol=1e-5)
     assert hot_only.shape == (2 * 2, 4)
     assert torch.allclose(hot_only.view(2, 2, -1), got[:, 1:3, hot], atol=1e-5)
 

@@ -329,3 +329,69 @@ def test_the_worker_learns_what_second_passes_added_and_tells_the_policy_what_cu
     policy.record_acceptance(WIDTH, accepted, judged)
     # Draft 5 of the cut requests was never judged: neither reached nor rejected.
     assert policy.reached[:6] == [6, 5, 5, 4, 0, 0] and policy.passed[:5] == [5, 5, 4, 3, 0]
+
+
+def test_later_drafts_are_drafted_only_for_the_requests_that_reach_the_second_pass():
+    """With ``fill_drafts``, the columns after the first pass's drafts start as LATER_DRAFT and
+    only the onward requests' are drafted, before their second pass: the same commits."""
+    verifier = TinyVerifier()
+    matched = [0, 2, 3, 4, 6, 15]
+    full = blocks_accepting(verifier, matched)
+    tokens = full.clone()
+    tokens[:, 5:] = worker.LATER_DRAFT  # columns 1-4 drafted with the block, the rest left
+    filled = []
+
+    def fill_drafts(requests):
+        filled.append(requests.tolist())
+        tokens[requests, 5:] = full[requests, 5:]
+
+    staged = staged_verify(tokens, 4, lambda *a: verifier.run_pass(tokens, *a), fill_drafts=fill_drafts)
+    accepted, _ = greedy_accept_by_columns(tokens[:, 1:], staged.argmax)
+    assert filled == [[3, 4, 5]] and accepted.tolist() == matched
+    assert (tokens[:3, 5:] == worker.LATER_DRAFT).all()  # never drafted: their verify ended earlier
+
+
+def _step_leaving_later_drafts(verify):
+    """A decode step of 2 requests (block 8) whose drafter returns columns 1-4 only, all token 5."""
+    bs, width, vocab = 2, 8, 12
+    draft_logits = torch.full((bs * 4, vocab), -1.0)
+    draft_logits[:, 5] = 1.0
+    return worker.decode_step(
+        worker.StepInputs(
+            bonus_tokens=torch.tensor([1, 2]),
+            seq_lens=torch.tensor([3, 5]),
+            out_cache_loc=torch.arange(bs * width),
+            block_size=width,
+            mask_token_id=0,
+            sampling=spec.BatchSampling.from_params([spec.SamplingParams()] * bs),
+        ),
+        draft=lambda block, positions: draft_logits,
+        verify=verify,
+        inject=lambda hidden, positions, slots: None,
+    )
+
+
+def test_a_decode_step_accepts_the_drafts_its_verify_filled_in():
+    """The verify gets LATER_DRAFT past column 4 and drafts request 1's later columns (token 5,
+    the target's choice everywhere); request 0's stay unfilled and its verify is cut at 4."""
+    head = torch.full((12, 1), -1.0)
+    head[5] = 1.0
+    seen = []
+
+    def verify(tokens, positions, slots):
+        seen.append(tokens.clone())
+        tokens[1, 5:] = 5
+        argmax = ColumnArgmax(torch.ones(2 * 8, 1), 8, lambda rows: rows @ head.T)
+        argmax.cut(torch.tensor([0]), 4)
+        return argmax, torch.zeros(2 * 8, 1)
+
+    step = _step_leaving_later_drafts(verify)
+    assert seen[0][:, 1:5].tolist() == [[5] * 4] * 2 and (seen[0][:, 5:] == worker.LATER_DRAFT).all()
+    assert step.num_correct_drafts.tolist() == [3, 7] and step.accept_lens.tolist() == [4, 8]
+
+
+def test_drafts_left_to_a_verify_without_deferred_logits_are_refused():
+    with pytest.raises(ValueError, match="drafts left to the verify need a staged verify's deferred logits"):
+        _step_leaving_later_drafts(
+            lambda tokens, positions, slots: (torch.zeros(2 * 8, 12), torch.zeros(2 * 8, 1))
+        )

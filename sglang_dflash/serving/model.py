@@ -36,11 +36,11 @@ from .cpu_backend import process_serves_on_cpu
 from .tensor_parallel import RowParallelLinear, TPShard, vocab_embedding, vocab_logits
 
 
-def logit_rows(hidden: torch.Tensor, spec_info) -> torch.Tensor:
-    """The rows of ``hidden`` [bs * block, H] at the block columns ``spec_info.logit_columns =
-    (start, stop)`` of each request, [bs * (stop - start), H] (every row when it is None or absent):
-    the lm_head runs over those only."""
-    columns = getattr(spec_info, "logit_columns", None)
+def logit_rows(hidden: torch.Tensor, spec_info, field: str = "logit_columns") -> torch.Tensor:
+    """The rows of ``hidden`` [bs * block, H] at the block columns ``(start, stop) =
+    spec_info.<field>`` of each request, [bs * (stop - start), H] (every row when it is None or
+    absent): the lm_head runs over the ``logit_columns`` only."""
+    columns = getattr(spec_info, field, None)
     if columns is None:
         return hidden
     start, stop = columns
@@ -307,10 +307,16 @@ class DFlashDrafterForSGLang(nn.Module):
         spec_info = forward_batch.spec_info
         full_vocab = getattr(spec_info, "full_vocab", False)
         rows = logit_rows(hidden, spec_info)
+        # The final states of the columns drafted later (``later_columns``), for the worker's lm_head.
+        later = (
+            None
+            if getattr(spec_info, "later_columns", None) is None
+            else logit_rows(hidden, spec_info, "later_columns")
+        )
         if getattr(spec_info, "hot_logits", False) and not full_vocab:
-            return LogitsProcessorOutput(next_token_logits=self.hot_logits(rows), hidden_states=None)
+            return LogitsProcessorOutput(next_token_logits=self.hot_logits(rows), hidden_states=later)
         logits = self.logits(rows, full_vocab=full_vocab)
-        return LogitsProcessorOutput(next_token_logits=logits, hidden_states=None)
+        return LogitsProcessorOutput(next_token_logits=logits, hidden_states=later)
 
     # ------------------------------------------------------------------ weights
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:

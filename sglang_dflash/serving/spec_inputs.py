@@ -29,6 +29,7 @@ class DFlashBlockInput(SpecInput):
         full_vocab: bool = False,
         logit_columns: tuple[int, int] | None = None,
         hot_logits: bool = False,
+        later_columns: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(SpecInputType.DFLASH_VERIFY)
         self.draft_token = draft_token
@@ -43,6 +44,9 @@ class DFlashBlockInput(SpecInput):
         # A drafter with a hot vocabulary returns its logits over that vocabulary only, [N, K] (the
         # worker drafts greedily and maps the argmax back), not scattered into [N, V] of -inf.
         self.hot_logits = hot_logits
+        # Block columns [start, stop) drafted later, by a staged verify for the requests that reach
+        # them: the drafter hands back their final states (``hidden_states``) instead of logits.
+        self.later_columns = later_columns
         self.custom_mask = None  # causal (target) or bidirectional (ENCODER_ONLY drafter) by layer
         self.num_tokens_per_req = draft_token_num
         self.num_tokens_for_logprob_per_req = draft_token_num

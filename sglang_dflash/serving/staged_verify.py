@@ -163,6 +163,7 @@ def staged_verify(
     cheap_rows: int = 1,
     gate: SecondPassGate | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    fill_drafts: Callable[[torch.Tensor], None] | None = None,
 ) -> StagedVerify:
     """Greedy-verify ``tokens`` [bs, width] ([bonus token, drafts] per request) in two passes.
 
@@ -173,6 +174,8 @@ def staged_verify(
     last of them is judged by the first pass's last column), if ``gate`` (default: always) says
     it pays; otherwise their verify stops at the first pass's columns (:meth:`ColumnArgmax.cut`).
     ``cheap_rows`` as in :func:`~sglang_dflash.speculative.greedy_accept_by_columns`.
+    ``fill_drafts(requests)``, if given, writes the drafts after column ``first`` of those requests
+    into ``tokens`` before their second pass: only the requests that get there need them.
     """
     bs, width = tokens.shape
     if not 0 < first < width:
@@ -200,6 +203,8 @@ def staged_verify(
         argmax.cut(later, first)
         return StagedVerify(argmax, aux, 0, later, later.numel())
     started = clock()
+    if fill_drafts is not None:
+        fill_drafts(later)
     tail = run_pass(later, first, width)
     gate.observe_pass(True, rows, (clock() - started) * 1e3)
     tail_rows = argmax.rows(later, first, width)

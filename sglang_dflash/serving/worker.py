@@ -642,6 +642,10 @@ def verify_slots(out_cache_loc: torch.Tensor, bs: int, width: int) -> torch.Tens
     return out_cache_loc.view(bs, -1)[:, :width].reshape(-1)
 
 
+# A draft column the step leaves to the verify (never a token id, so never accepted).
+LATER_DRAFT = -1
+
+
 def decode_step(
     inputs: StepInputs,
     draft: Callable[[torch.Tensor, torch.Tensor], torch.Tensor | HotVocabLogits],
@@ -653,7 +657,9 @@ def decode_step(
     """One DFlash step, independent of how the passes run (SGLang runners on GPU, plain PyTorch in tests).
 
     ``draft(block, positions)`` -> logits [bs * block_size, V] of every block position, or
-    [bs * (width - 1), V] of the draft positions 1 .. width - 1 only; for an all-greedy batch without
+    [bs * (width - 1), V] of the draft positions 1 .. width - 1 only, or of positions 1 .. k < width - 1
+    only when the verify (a staged one) drafts the rest itself for the requests that reach them,
+    writing them into the ``tokens`` it was given; for an all-greedy batch without
     penalties, grammar or selector, they may come as :class:`HotVocabLogits` (the same rows over a
     hot vocabulary);
     ``verify(tokens, positions, slots)`` -> (target logits [bs * width, V], captured target hidden
@@ -678,6 +684,7 @@ def decode_step(
     with profiler.phase("draft_ms"):
         # [bonus token, MASK x (block_size - 1)] in one bidirectional pass over [context ; block].
         drafts, draft_probs = block[:, 1:1], None  # width 1: no drafts, plain decoding
+        left_to_verify = 0
         if width > 1:
             logits, hot_ids = draft(block, positions.reshape(-1)), None
             if isinstance(logits, HotVocabLogits):
@@ -702,6 +709,9 @@ def decode_step(
                 drafts, draft_probs = spec.draft_tokens(draft_logits, sampling, draws)
             if hot_ids is not None:
                 drafts = hot_ids[drafts]  # columns of the hot vocabulary -> token ids
+            left_to_verify = width - 1 - drafts.shape[1]  # later columns the verify drafts
+            if left_to_verify:
+                drafts = torch.nn.functional.pad(drafts, (0, left_to_verify), value=LATER_DRAFT)
             if inputs.agree is not None:
                 (drafts,) = inputs.agree(drafts)  # every rank verifies the same block
 
@@ -715,6 +725,10 @@ def decode_step(
         changed = inputs.penalties is not None or grammar is not None or inputs.logit_bias is not None
         if deferred and (changed or not sampling.all_greedy):
             raise ValueError("deferred verify logits are for all-greedy batches with unchanged logits")
+        if left_to_verify:
+            if not deferred:
+                raise ValueError("drafts left to the verify need a staged verify's deferred logits")
+            drafts = tokens[:, 1:]  # with the later drafts of the requests that reached them
         if not deferred:
             # In place: the host's logprobs read these logits, as plain decoding's read its sampler's.
             target_logits = target_logits.view(bs, width, -1)
@@ -903,13 +917,14 @@ class DFlashWorker(BaseSpecWorker):
         full_vocab: bool = False,
         logit_columns: tuple[int, int] | None = None,
         hot_logits: bool = False,
+        later_columns: tuple[int, int] | None = None,
     ) -> ForwardBatch:
         """A TARGET_VERIFY forward over ``width`` tokens per request (the host restores batch fields)."""
         batch.forward_mode = ForwardMode.TARGET_VERIFY
         batch.input_ids = block.reshape(-1)
         batch.out_cache_loc = out_cache_loc
         batch.spec_info = DFlashBlockInput(
-            batch.input_ids, positions, width, capture, full_vocab, logit_columns, hot_logits
+            batch.input_ids, positions, width, capture, full_vocab, logit_columns, hot_logits, later_columns
         )
         return ForwardBatch.init_new(
             batch, runner, capture_hidden_mode=capture, return_hidden_states_before_norm=False
@@ -954,8 +969,16 @@ class DFlashWorker(BaseSpecWorker):
         hot_ids = getattr(self.draft_model, "hot_token_ids", None)
         hot_drafts = self.draft_columns_only and hot_ids is not None and sampling.all_greedy
         hot_drafts = hot_drafts and penalties is None and grammar is None
+        # A staged step drafts the columns after its first pass's last draft only for the requests
+        # that reach its second pass (a DFlash2 selector chooses every draft at once).
+        selector = getattr(self.draft_model, "select_drafts", None)
+        later_from = self.first_pass_columns + 1
+        draft_later = staged and selector is None and self.draft_columns_only and later_from < width
+        later_hidden: torch.Tensor | None = None
 
         def draft(block: torch.Tensor, positions: torch.Tensor) -> torch.Tensor | HotVocabLogits:
+            nonlocal later_hidden
+            logit_columns = (1, later_from if draft_later else width) if self.draft_columns_only else None
             passes.draft_batch = self._block_forward_batch(
                 batch,
                 self.draft_runner,
@@ -966,13 +989,27 @@ class DFlashWorker(BaseSpecWorker):
                 block_size,
                 # Drafts chosen under a grammar may need tokens outside a hot vocabulary.
                 full_vocab=grammar is not None and grammar.mask_drafts,
-                logit_columns=(1, width) if self.draft_columns_only else None,
+                logit_columns=logit_columns,
                 hot_logits=hot_drafts,
+                later_columns=(later_from, width) if draft_later else None,
             )
             drafted = self.draft_runner.forward(passes.draft_batch)
             passes.draft_graph = bool(drafted.can_run_graph)
-            logits = drafted.logits_output.next_token_logits
-            return HotVocabLogits(logits, hot_ids) if hot_drafts else logits
+            output = drafted.logits_output
+            if draft_later:
+                later_hidden, output.hidden_states = output.hidden_states, None
+            return (
+                HotVocabLogits(output.next_token_logits, hot_ids) if hot_drafts else output.next_token_logits
+            )
+
+        def fill_drafts(tokens: torch.Tensor, requests: torch.Tensor) -> None:
+            """Greedy drafts of block columns ``later_from ..`` of ``requests``, into ``tokens``."""
+            rows = later_hidden.view(bs, width - later_from, -1)[requests].reshape(-1, later_hidden.shape[-1])
+            if hot_drafts:
+                drafts = hot_ids[self.draft_model.hot_logits(rows).argmax(-1)]
+            else:
+                drafts = self.draft_model.logits(rows).argmax(-1)
+            tokens[requests, later_from:] = drafts.view(len(requests), -1).to(tokens.dtype)
 
         def target_pass(
             block: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor, requests, start: int, stop: int
@@ -1007,7 +1044,12 @@ class DFlashWorker(BaseSpecWorker):
             if staged:
                 run_pass = functools.partial(target_pass, block, positions, slots)
                 staged_result = staged_verify(
-                    block, self.first_pass_columns, run_pass, cheap_rows, self.second_pass
+                    block,
+                    self.first_pass_columns,
+                    run_pass,
+                    cheap_rows,
+                    self.second_pass,
+                    fill_drafts=functools.partial(fill_drafts, block) if draft_later else None,
                 )
                 self.profiler.count("staged_steps", 1)
                 self.profiler.count("second_pass_requests", staged_result.second_pass_requests)
@@ -1050,7 +1092,7 @@ class DFlashWorker(BaseSpecWorker):
                     grammar=grammar,
                     penalties=penalties,
                     logit_bias=sampling_info.logit_bias,
-                    selector=getattr(self.draft_model, "select_drafts", None),
+                    selector=selector,
                     agree=functools.partial(agree, shard=self.tp_shard) if self.tp_shard.size > 1 else None,
                     cheap_rows=cheap_rows,
                 ),
