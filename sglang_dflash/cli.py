@@ -486,6 +486,8 @@ def _prompt_slice(args) -> list[str]:
     """The prompts ``eval-tau`` measures: ``--num-prompts`` of them from ``--first-prompt`` on."""
     from .train.data import read_prompts
 
+    if args.num_prompts < 1:
+        raise ValueError(f"eval-tau: --num-prompts is {args.num_prompts}; expected a whole number >= 1")
     prompts = read_prompts(args.prompts)
     if not 0 <= args.first_prompt < len(prompts):
         raise ValueError(

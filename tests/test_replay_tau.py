@@ -207,3 +207,13 @@ def test_eval_tau_refuses_a_first_prompt_past_the_file_before_loading(tmp_path, 
     argv = ["eval-tau", "--target", str(tmp_path / "absent"), "--drafter", str(tmp_path / "absent")]
     assert main([*argv, "--prompts", prompts, "--first-prompt", "3"]) == 2
     assert "--first-prompt is 3; expected 0 to 2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("count", ["0", "-5"])
+def test_eval_tau_refuses_no_prompts_before_loading(tmp_path, capsys, count):
+    from sglang_dflash.cli import main
+
+    prompts = write_prompt_file(tmp_path / "prompts.jsonl", 3)
+    argv = ["eval-tau", "--target", str(tmp_path / "absent"), "--drafter", str(tmp_path / "absent")]
+    assert main([*argv, "--prompts", prompts, "--num-prompts", count]) == 2
+    assert f"--num-prompts is {count}; expected a whole number >= 1" in capsys.readouterr().err

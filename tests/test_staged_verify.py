@@ -248,21 +248,35 @@ def test_staged_verify_times_both_passes_for_the_gate():
 
 
 def test_the_gate_runs_the_second_pass_when_its_tokens_per_ms_beat_the_steps_rate():
-    gate = SecondPassGate()
+    gate = SecondPassGate(trust_after=1, explore_every=100)
     assert gate.pays(1, 12)  # nothing measured yet: it runs, and is measured
     gate.observe_pass(False, 64, 200.0)
     gate.observe_pass(True, 24, 80.0)  # the line: 3 ms a row, 8 ms at no rows
     assert gate.predicted_ms(12) == pytest.approx(44.0) and gate.predicted_ms(48) == pytest.approx(152.0)
     gate.observe_step(tokens=40, ms=400.0)  # 0.1 token per ms
     assert gate.pays(1, 12)  # nothing measured the tokens a second pass adds yet
-    gate.observe_gain(requests=2, added_tokens=5)  # 2.5 tokens per onward request
+    gate.observe_gain(requests=2, columns=12, added_tokens=5)  # 2.5 tokens per onward request
     assert not gate.pays(1, 12)  # 2.5 tokens in 44 ms: below 0.1 per ms
-    assert not gate.pays(4, 48)  # 10 tokens in 152 ms
+    assert not gate.pays(4, 12)  # 10 tokens in 152 ms (48 rows)
+    assert gate.pays(1, 4)  # a second pass of 4 columns (an adaptive width of 8): not measured yet
     gate.observe_step(tokens=4, ms=200.0)  # the rate falls toward 0.02 per ms: 0.1 + 0.1 * (0.02 - 0.1)
     assert gate.rate.value == pytest.approx(0.092)
-    gate.observe_gain(requests=1, added_tokens=30)  # 2.5 + 0.1 * (30 - 2.5) = 5.25 per request
+    gate.observe_gain(requests=1, columns=12, added_tokens=30)  # 2.5 + 0.1 * (30 - 2.5) = 5.25
     assert gate.pays(1, 12)  # 5.25 tokens in 44 ms: 0.119 per ms
-    assert SecondPassGate("always").pays(1, 10**6) and not SecondPassGate("never").pays(16, 16)
+    assert SecondPassGate("always").pays(1, 12) and not SecondPassGate("never").pays(16, 12)
+
+
+def test_the_gate_trusts_a_few_second_passes_and_explores_after_a_run_of_cuts():
+    gate = SecondPassGate(trust_after=3, explore_every=4)
+    gate.observe_pass(False, 64, 200.0)
+    gate.observe_pass(True, 12, 60.0)
+    gate.observe_step(tokens=32, ms=250.0)  # 0.128 token per ms: one request's pass needs 7.7
+    answers = []
+    for _ in range(3):  # an unlucky start: each onward request added 1 token
+        answers.append(gate.pays(1, 12))
+        gate.observe_gain(requests=1, columns=12, added_tokens=1)
+    answers += [gate.pays(1, 12) for _ in range(8)]
+    assert answers == [True] * 3 + [False, False, False, True] * 2  # every 4th a second pass anyway
 
 
 def test_a_second_pass_no_dearer_per_row_than_the_first_is_predicted_at_its_own_time():
@@ -319,7 +333,7 @@ def test_the_worker_learns_what_second_passes_added_and_tells_the_policy_what_cu
     ran = staged_verify(tokens, 4, lambda *a: verifier.run_pass(tokens, *a))
     gate = SecondPassGate()
     worker.learn_second_pass(gate, ran, torch.tensor([1, 3, 4, 5, 7, 16]), 4)
-    assert gate.gain.value == pytest.approx((1 + 3 + 12) / 3)  # past the 4 tokens a cut commits
+    assert gate.gains[12].value == pytest.approx((1 + 3 + 12) / 3)  # past the 4 tokens a cut commits
     assert worker.judged_acceptance(torch.tensor([0, 2, 3, 4, 6, 15]), ran, 4) == ([0, 2, 3, 4, 6, 15], None)
 
     cut = staged_verify(tokens, 4, lambda *a: verifier.run_pass(tokens, *a), gate=SecondPassGate("never"))

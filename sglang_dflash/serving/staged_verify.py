@@ -82,32 +82,40 @@ def second_pass_policy() -> str:
 
 
 class _Mean:
-    """An exponentially weighted mean (None until the first sample)."""
+    """An exponentially weighted mean (None until the first sample) and its number of samples."""
 
     def __init__(self, weight: float) -> None:
-        self.weight, self.value = weight, None
+        self.weight, self.value, self.count = weight, None, 0
 
     def add(self, sample: float) -> None:
         self.value = sample if self.value is None else self.value + self.weight * (sample - self.value)
+        self.count += 1
 
 
 class SecondPassGate:
     """Decides, each staged step, whether the second pass pays; learns what it needs as steps run.
 
-    Running it for ``n`` onward requests over ``rows`` rows is worth it when the tokens it adds,
-    ``n x`` (measured tokens a second pass adds per onward request), per millisecond it takes
-    beat the rate the steps commit tokens at: then the steps' mean rate rises.  A pass's time is
+    Running it for ``n`` onward requests over ``c`` columns each is worth it when the tokens it adds,
+    ``n x`` (measured tokens a second pass of ``c`` columns adds per onward request: an adaptive
+    width of 8 leaves it 4, the whole block 12), per millisecond it takes beat the rate the steps
+    commit tokens at: then the steps' mean rate rises.  A pass's time is
     predicted on the line through the mean (rows, ms) of recent first passes and of recent second
     passes (a pass reads every weight whatever its rows, then pays per row).  Until a second pass
-    has been measured it runs (``auto``); ``always`` and ``never`` fix the answer.
+    of that many columns has run ``trust_after`` times it runs; after ``explore_every`` cuts in a
+    row it runs once anyway, so that an unlucky first few (a request that went on and then
+    accepted nothing more) cannot stop it for good.  ``always`` and ``never`` fix the answer.
     """
 
-    def __init__(self, policy: str = "auto", weight: float = 0.1) -> None:
+    def __init__(
+        self, policy: str = "auto", weight: float = 0.1, trust_after: int = 3, explore_every: int = 8
+    ) -> None:
         if policy not in SECOND_PASS_POLICIES:
             raise ValueError(f"SecondPassGate: policy is {policy!r}; expected one of {SECOND_PASS_POLICIES}")
         self.policy = policy
         self.rate = _Mean(weight)  # committed tokens per ms of a decode step
-        self.gain = _Mean(weight)  # tokens a second pass added per onward request
+        self.weight, self.trust_after, self.explore_every = weight, trust_after, explore_every
+        self.cuts_in_a_row = 0
+        self.gains: dict[int, _Mean] = {}  # per second-pass columns: tokens added per onward request
         self.first_rows, self.first_ms = _Mean(weight), _Mean(weight)
         self.second_rows, self.second_ms = _Mean(weight), _Mean(weight)
 
@@ -121,11 +129,11 @@ class SecondPassGate:
         if ms > 0:
             self.rate.add(tokens / ms)
 
-    def observe_gain(self, requests: int, added_tokens: int) -> None:
-        """A second pass over ``requests`` onward requests let them commit ``added_tokens`` more
-        than the first pass's columns alone would have."""
+    def observe_gain(self, requests: int, columns: int, added_tokens: int) -> None:
+        """A second pass over ``columns`` columns of ``requests`` onward requests let them commit
+        ``added_tokens`` more than the first pass's columns alone would have."""
         if requests:
-            self.gain.add(added_tokens / requests)
+            self.gains.setdefault(columns, _Mean(self.weight)).add(added_tokens / requests)
 
     def predicted_ms(self, rows: int) -> float | None:
         """A second pass's time over ``rows`` rows (None until one has been measured)."""
@@ -138,14 +146,21 @@ class SecondPassGate:
             )
         return max(self.second_ms.value + max(per_row, 0.0) * (rows - self.second_rows.value), 1e-3)
 
-    def pays(self, requests: int, rows: int) -> bool:
-        """Whether to run the second pass for ``requests`` onward requests over ``rows`` rows."""
+    def pays(self, requests: int, columns: int) -> bool:
+        """Whether to run the second pass over ``columns`` columns of ``requests`` onward requests."""
         if self.policy != "auto":
             return self.policy == "always"
-        ms = self.predicted_ms(rows)
-        if ms is None or self.rate.value is None or self.gain.value is None:
+        ms = self.predicted_ms(requests * columns)
+        gain = self.gains.get(columns)
+        unknown = ms is None or self.rate.value is None or gain is None or gain.count < self.trust_after
+        if unknown or requests * gain.value >= self.rate.value * ms:
+            self.cuts_in_a_row = 0
             return True
-        return requests * self.gain.value >= self.rate.value * ms
+        self.cuts_in_a_row += 1
+        if self.cuts_in_a_row >= self.explore_every:
+            self.cuts_in_a_row = 0
+            return True
+        return False
 
 
 def stages_verify(first: int, width: int) -> bool:
@@ -199,7 +214,7 @@ def staged_verify(
     rows = later.numel() * (width - first)
     if not rows:
         return StagedVerify(argmax, aux, 0, later, 0)
-    if not gate.pays(later.numel(), rows):
+    if not gate.pays(later.numel(), width - first):
         argmax.cut(later, first)
         return StagedVerify(argmax, aux, 0, later, later.numel())
     started = clock()

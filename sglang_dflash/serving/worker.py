@@ -6,9 +6,10 @@ legend: :mod:`sglang_dflash.speculative`)::
     slots    = req_to_token[r, seq_len : seq_len + block_size]      (reserved by DFlashDraftInput)
     block    = [bonus token, MASK x (block_size - 1)]  at positions seq_len .. seq_len + block_size - 1
     draft    = draft model (TARGET_VERIFY-shaped, bidirectional) -> block_size - 1 drafts / request
+               (a staged step: drafts 1-4 now, the later ones only for requests reaching them)
     verify   = target (TARGET_VERIFY, causal, FULL aux hidden capture) over [bonus token, drafts]
                (an all-greedy CPU step: in two passes, the later columns only for requests still
-               accepting, .staged_verify)
+               accepting, and only when that pays, .staged_verify)
     accept   = greedy prefix / lossless speculative sampling -> num_correct_drafts, emitted
     publish  = on_publish(seq_len + accept_lens)                   (the next step may schedule)
     inject   = target hidden of the verified rows -> draft K/V at their slots
@@ -620,7 +621,7 @@ def learn_second_pass(
     the first pass's columns alone would have committed."""
     if staged.second_pass_requests:
         added = int((accept_lens[staged.onward] - first).sum())
-        gate.observe_gain(staged.second_pass_requests, added)
+        gate.observe_gain(staged.second_pass_requests, staged.argmax.width - first, added)
 
 
 def judged_acceptance(
