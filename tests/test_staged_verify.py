@@ -301,29 +301,17 @@ def test_the_second_pass_policy_comes_from_the_environment(monkeypatch):
 def test_a_decode_step_commits_no_more_than_a_cut_request_verified():
     """decode_step reads a deferred verify's ``verified``: request 0, cut after 4 columns, commits
     its first 3 drafts and the bonus token, though every one of its 7 drafts is the target's."""
-    bs, width, vocab, favoured = 2, 8, 12, 5
-    head = torch.full((vocab, 1), -1.0)
-    head[favoured] = 1.0
-    argmax = ColumnArgmax(torch.ones(bs * width, 1), width, lambda rows: rows @ head.T)
+    head = torch.full((12, 1), -1.0)
+    head[5] = 1.0
+    argmax = ColumnArgmax(torch.ones(2 * 8, 1), 8, lambda rows: rows @ head.T)
     argmax.cut(torch.tensor([0]), 4)
-    draft_logits = torch.full((bs * width, vocab), -1.0)
-    draft_logits[:, favoured] = 1.0
     injected = []
-    step = worker.decode_step(
-        worker.StepInputs(
-            bonus_tokens=torch.tensor([1, 2]),
-            seq_lens=torch.tensor([3, 5]),
-            out_cache_loc=torch.arange(bs * width),
-            block_size=width,
-            mask_token_id=0,
-            sampling=spec.BatchSampling.from_params([spec.SamplingParams()] * bs),
-        ),
-        draft=lambda block, positions: draft_logits,
-        verify=lambda tokens, positions, slots: (argmax, torch.zeros(bs * width, 1)),
+    step = _greedy_step(
+        lambda tokens, positions, slots: (argmax, torch.zeros(2 * 8, 1)),
         inject=lambda hidden, positions, slots: injected.append(slots.tolist()),
     )
     assert step.num_correct_drafts.tolist() == [3, 7] and step.accept_lens.tolist() == [4, 8]
-    assert step.bonus_tokens.tolist() == [favoured, favoured]
+    assert step.bonus_tokens.tolist() == [5, 5]
     assert injected == [[0, 1, 2, 3, *range(8, 16)]]  # request 0's scored columns only
 
 
@@ -365,10 +353,11 @@ def test_later_drafts_are_drafted_only_for_the_requests_that_reach_the_second_pa
     assert (tokens[:3, 5:] == worker.LATER_DRAFT).all()  # never drafted: their verify ended earlier
 
 
-def _step_leaving_later_drafts(verify):
-    """A decode step of 2 requests (block 8) whose drafter returns columns 1-4 only, all token 5."""
+def _greedy_step(verify, drafted_columns: int = 7, inject=lambda hidden, positions, slots: None):
+    """A decode step of 2 requests (block 8) whose drafter returns its first ``drafted_columns``
+    draft columns (7: all of them), each favouring token 5."""
     bs, width, vocab = 2, 8, 12
-    draft_logits = torch.full((bs * 4, vocab), -1.0)
+    draft_logits = torch.full((bs * drafted_columns, vocab), -1.0)
     draft_logits[:, 5] = 1.0
     return worker.decode_step(
         worker.StepInputs(
@@ -381,7 +370,7 @@ def _step_leaving_later_drafts(verify):
         ),
         draft=lambda block, positions: draft_logits,
         verify=verify,
-        inject=lambda hidden, positions, slots: None,
+        inject=inject,
     )
 
 
@@ -399,13 +388,14 @@ def test_a_decode_step_accepts_the_drafts_its_verify_filled_in():
         argmax.cut(torch.tensor([0]), 4)
         return argmax, torch.zeros(2 * 8, 1)
 
-    step = _step_leaving_later_drafts(verify)
+    step = _greedy_step(verify, drafted_columns=4)
     assert seen[0][:, 1:5].tolist() == [[5] * 4] * 2 and (seen[0][:, 5:] == worker.LATER_DRAFT).all()
     assert step.num_correct_drafts.tolist() == [3, 7] and step.accept_lens.tolist() == [4, 8]
 
 
 def test_drafts_left_to_a_verify_without_deferred_logits_are_refused():
     with pytest.raises(ValueError, match="drafts left to the verify need a staged verify's deferred logits"):
-        _step_leaving_later_drafts(
-            lambda tokens, positions, slots: (torch.zeros(2 * 8, 12), torch.zeros(2 * 8, 1))
+        _greedy_step(
+            lambda tokens, positions, slots: (torch.zeros(2 * 8, 12), torch.zeros(2 * 8, 1)),
+            drafted_columns=4,
         )
