@@ -95,15 +95,17 @@ class _Mean:
 class SecondPassGate:
     """Decides, each staged step, whether the second pass pays; learns what it needs as steps run.
 
-    Running it for ``n`` onward requests over ``c`` columns each is worth it when the tokens it adds,
-    ``n x`` (measured tokens a second pass of ``c`` columns adds per onward request: an adaptive
-    width of 8 leaves it 4, the whole block 12), per millisecond it takes beat the rate the steps
-    commit tokens at: then the steps' mean rate rises.  A pass's time is
-    predicted on the line through the mean (rows, ms) of recent first passes and of recent second
-    passes (a pass reads every weight whatever its rows, then pays per row).  Until a second pass
-    of that many columns has run ``trust_after`` times it runs; after ``explore_every`` cuts in a
-    row it runs once anyway, so that an unlucky first few (a request that went on and then
-    accepted nothing more) cannot stop it for good.  ``always`` and ``never`` fix the answer.
+    Running it for ``n`` onward requests over ``c`` columns each is worth it when the tokens it
+    adds, ``n x`` (measured tokens a second pass of ``c`` columns adds per onward request: an
+    adaptive width of 8 leaves it 4, the whole block 12), per millisecond it takes beat the rate
+    the steps commit tokens at: then the steps' mean rate rises.  A pass's time is predicted on the
+    line through the mean (rows, ms) of recent first passes and of recent second passes (a pass
+    reads every weight whatever its rows, then pays per row; a second pass's time includes drafting
+    its requests' later columns).  Until a second pass of that many columns has run
+    ``trust_after`` times it runs; after ``explore_every`` cuts in a row it runs once anyway (so
+    :meth:`pays` counts the cuts it answers), so that an unlucky first few (a request that went on
+    and then accepted nothing more) cannot stop it for good.  ``always`` and ``never`` fix the
+    answer.
     """
 
     def __init__(
