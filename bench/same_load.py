@@ -151,7 +151,8 @@ def chat_prompts(model: str, path: str, offset: int, count: int) -> list[list[in
 
 
 def staged_steps(before: dict | None, after: dict | None) -> str:
-    """The steps between two profile reads that staged their verify, "n/N second m" ("" if none)."""
+    """The steps between two profile reads that staged their verify, "n/N second m cut k" ("" if
+    none)."""
     if not after:
         return ""
     return format_staged_steps(before, after, after["steps"] - (before or {}).get("steps", 0))

@@ -113,7 +113,7 @@ PHASE_COLUMNS = [
     ("widths", 0),  # steps per verify width, "width:steps"
     ("width_ms", 0),  # mean step time per verify width, "width:ms"
     ("graphs", 0),  # GPU: steps whose draft / verify pass replayed a CUDA graph, "draft n/N verify n/N"
-    ("staged", 0),  # CPU: steps that staged their verify, and its second passes' requests, "n/N second m"
+    ("staged", 0),  # CPU: staged steps, second-pass requests, onward requests cut, "n/N second m cut k"
     *((name, 1) for name in PHASE_NAMES),
 ]
 

@@ -227,3 +227,27 @@ def staged_verify(
     tail_rows = argmax.rows(later, first, width)
     final[tail_rows], aux[tail_rows] = tail.final, tail.aux
     return StagedVerify(argmax, aux, later.numel(), later, 0)
+
+
+def learn_second_pass(
+    gate: SecondPassGate, staged: StagedVerify, accept_lens: torch.Tensor, first: int
+) -> None:
+    """What a staged step's second pass added: its onward requests' tokens past the ``first`` that
+    the first pass's columns alone would have committed."""
+    if staged.second_pass_requests:
+        added = int((accept_lens[staged.onward] - first).sum())
+        gate.observe_gain(staged.second_pass_requests, staged.argmax.width - first, added)
+
+
+def judged_acceptance(
+    num_correct_drafts: torch.Tensor, staged: StagedVerify | None, first: int
+) -> tuple[list[int], list[int] | None]:
+    """(accepted drafts, drafts judged) per request for the width policy: a request whose verify
+    was cut after the first pass's columns accepted all ``first`` drafts judged there, and its
+    later ones were never judged (not rejected).  ``None``: every request judged the whole width."""
+    if staged is None or not staged.cut_requests:
+        return num_correct_drafts.tolist(), None
+    accepted = num_correct_drafts.clone()
+    judged = torch.full_like(accepted, staged.argmax.width - 1)
+    accepted[staged.onward], judged[staged.onward] = first, first
+    return accepted.tolist(), judged.tolist()

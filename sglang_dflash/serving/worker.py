@@ -62,6 +62,8 @@ from .staged_verify import (
     StagedVerify,
     VerifyPass,
     first_pass_columns,
+    judged_acceptance,
+    learn_second_pass,
     second_pass_policy,
     staged_verify,
     stages_verify,
@@ -614,30 +616,6 @@ def request_subset(batch, requests: torch.Tensor, advance: int):
     return sub
 
 
-def learn_second_pass(
-    gate: SecondPassGate, staged: StagedVerify, accept_lens: torch.Tensor, first: int
-) -> None:
-    """What a staged step's second pass added: its onward requests' tokens past the ``first`` that
-    the first pass's columns alone would have committed."""
-    if staged.second_pass_requests:
-        added = int((accept_lens[staged.onward] - first).sum())
-        gate.observe_gain(staged.second_pass_requests, staged.argmax.width - first, added)
-
-
-def judged_acceptance(
-    num_correct_drafts: torch.Tensor, staged: StagedVerify | None, first: int
-) -> tuple[list[int], list[int] | None]:
-    """(accepted drafts, drafts judged) per request for the width policy: a request whose verify
-    was cut after the first pass's columns accepted all ``first`` drafts judged there, and its
-    later ones were never judged (not rejected).  ``None``: every request judged the whole width."""
-    if staged is None or not staged.cut_requests:
-        return num_correct_drafts.tolist(), None
-    accepted = num_correct_drafts.clone()
-    judged = torch.full_like(accepted, staged.argmax.width - 1)
-    accepted[staged.onward], judged[staged.onward] = first, first
-    return accepted.tolist(), judged.tolist()
-
-
 def verify_slots(out_cache_loc: torch.Tensor, bs: int, width: int) -> torch.Tensor:
     """The KV slots of the first ``width`` positions of each block ([bs * block_size] -> [bs * width])."""
     return out_cache_loc.view(bs, -1)[:, :width].reshape(-1)
@@ -1103,9 +1081,11 @@ class DFlashWorker(BaseSpecWorker):
                 publish=on_publish,
                 profiler=self.profiler,
             )
-        if staged_result is not None:
-            learn_second_pass(self.second_pass, staged_result, step.accept_lens, self.first_pass_columns)
-        self.second_pass.observe_step(int(step.accept_lens.sum()), (time.perf_counter() - started) * 1e3)
+        if self.deferred_logits is not None:
+            # Only where a verify can stage (CPU, one rank): reading accept_lens would sync a GPU.
+            if staged_result is not None:
+                learn_second_pass(self.second_pass, staged_result, step.accept_lens, self.first_pass_columns)
+            self.second_pass.observe_step(int(step.accept_lens.sum()), (time.perf_counter() - started) * 1e3)
         if self.width_policy is not None:
             # On CPU the step ran synchronously: its acceptance is already known.
             accepted, judged = judged_acceptance(
