@@ -381,6 +381,7 @@ def _add_train(sub) -> None:
         "max_minutes",
         "schedule_minutes",
         "fresh_share",
+        "distill_weight",
     ):
         p.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(defaults, name))
     p.add_argument("--target-layer-ids", type=int, nargs="+", default=None)

@@ -431,6 +431,91 @@ def test_training_on_token_stores_is_refused_without_its_layers_target_or_stores
     assert "train: --target-layer-ids is None; expected the context layers" in capsys.readouterr().err
 
 
+def test_a_final_hidden_pass_ends_each_feature_row_with_the_targets_next_token_state(target):
+    """``final_hidden`` appends what the target's lm_head reads for its next-token logits, after the
+    very context features the pass gives without it."""
+    from sglang_dflash.train.tokens import teacher_forced_features
+
+    sequences = [_pool(2, seed=3)[1][0] + [5, 7, 9], _pool(2, seed=4)[1][1]]
+    plain = teacher_forced_features(target, sequences, LAYERS)
+    with_final = teacher_forced_features(target, sequences, LAYERS, final_hidden=True)
+    hidden = target.config.hidden_size
+    for seq, feats, both in zip(sequences, plain, with_final):
+        assert both.shape == (len(seq) - 1, len(LAYERS) * hidden + hidden)
+        assert torch.equal(both[:, :-hidden], feats)
+        with torch.no_grad():
+            logits = target(input_ids=torch.tensor([seq])).logits[0, :-1]
+            torch.testing.assert_close(target.lm_head(both[:, -hidden:]), logits, atol=1e-5, rtol=1e-5)
+
+
+def test_distillation_adds_the_kl_to_the_targets_distribution_and_vanishes_where_they_agree():
+    from sglang_dflash.train.objective import distillation_kl
+
+    torch.manual_seed(0)
+    lm_head = torch.nn.Linear(8, 11, bias=False)
+    final = torch.randn(2, 6, 8)
+    positions = torch.tensor([[2, 3, 4], [1, 2, 3]])
+    supervised = torch.tensor([[True, True, False], [False, True, True]])
+    # Queries drafting exactly the target's logits one position back: no divergence.
+    rows = torch.tensor([0, 0, 1, 1])
+    same = lm_head(final[rows, positions[supervised] - 1]).detach()
+    assert distillation_kl(same, lm_head, final, positions, supervised).abs().max() < 1e-5
+    other = torch.randn(4, 11, requires_grad=True)
+    kl = distillation_kl(other, lm_head, final, positions, supervised)
+    p = torch.softmax(same, -1)
+    want = (p * (p.log() - torch.log_softmax(other, -1))).sum(-1)
+    torch.testing.assert_close(kl, want)
+    kl.sum().backward()  # the drafter's side learns; the target's side is a constant
+    assert other.grad.abs().sum() > 0 and lm_head.weight.grad is None
+    with pytest.raises(ValueError, match="target_final is None with a distill weight; expected"):
+        distillation_kl(other, lm_head, None, positions, supervised)
+
+
+def test_a_distilling_run_trains_on_the_mix_and_keeps_a_cross_entropy_heldout_curve(target, tmp_path, capsys):
+    """``--distill-weight``: each step's loss mixes the cross-entropy (logged as ``ce``) with the KL
+    to the target; the held-out loss stays the cross-entropy, so its curve compares with any run's."""
+    from sglang_dflash.cli import main as cli_main
+    from sglang_dflash.testing import tiny_train_config
+    from sglang_dflash.train.trainer import train
+
+    paths = _token_and_feature_stores(target, tmp_path)
+    cfg = tiny_train_config(
+        "",
+        tmp_path / "o",
+        features=paths["a"][0],
+        extra_features=[paths["b"][0]],
+        features_from_tokens=True,
+        target_layer_ids=LAYERS,
+        heldout=3,
+        order_seed=5,
+        batch_size=4,
+        steps=12,
+        log_every=1,
+        eval_every=11,
+    )
+    logs = {}
+    for name, weight in (("ce", 0.0), ("distilled", 0.5)):
+        out = tmp_path / name
+        train(replace(cfg, output=str(out), distill_weight=weight), target=target)
+        logs[name] = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    plain, distilled = logs["ce"], logs["distilled"]
+    assert distilled[0]["heldout_loss"] == pytest.approx(plain[0]["heldout_loss"], rel=1e-6)
+    assert "ce" not in plain[1] and distilled[1]["ce"] == pytest.approx(plain[1]["loss"], rel=1e-5)
+    assert all(row["loss"] != row["ce"] for row in distilled[1:])  # the KL is in the loss
+    assert distilled[-1]["heldout_loss"] < distilled[0]["heldout_loss"]
+    assert distilled[-1]["heldout_loss"] != pytest.approx(plain[-1]["heldout_loss"], rel=1e-6)
+    with pytest.raises(ValueError, match=r"train: --distill-weight is 1.5; expected a weight in \[0, 1\]"):
+        replace(cfg, distill_weight=1.5)
+    with pytest.raises(
+        ValueError, match=r"--features-from-tokens is False; expected set with --distill-weight 0.5"
+    ):
+        tiny_train_config("x.jsonl", tmp_path / "o", distill_weight=0.5)
+    assert (
+        cli_main(["train", "--target", "t", "--data", "x.jsonl", "--out", "o", "--distill-weight", "-1"]) == 2
+    )
+    assert "train: --distill-weight is -1.0; expected a weight in [0, 1]" in capsys.readouterr().err
+
+
 def test_stored_prompt_texts_check_the_pool_and_every_records_ids(target, tmp_path):
     texts, ids = _pool(8)
     _generate(target, tmp_path / "s", (texts, ids))

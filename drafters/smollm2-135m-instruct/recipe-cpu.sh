@@ -41,6 +41,9 @@
 #   MIN_LR_RATIO=0.1                   the cosine's floor as a share of LR (1: a constant LR)
 #   GAMMA=3                            block position i's loss weight exp(-(i-1)/GAMMA) (train --gamma; runs
 #                                      before the twenty-fifth: 7, the paper's; README "Twenty-fifth run")
+#   DISTILL_WEIGHT=0                   with FEATURES_FROM_TOKENS=1, the share of each position's loss that is
+#                                      the KL to the target's own next-token distribution (train
+#                                      --distill-weight; the rest is the cross-entropy to its greedy token)
 #   PRECISION=auto                     the steps' autocast (train --precision: bf16 where the CPU has native
 #                                      bf16, 1.75x faster steps; fp32 as runs before 2026-11-27)
 #   INIT_DRAFTER=<the committed one>   warm start from a drafter of the same shape (empty: from the target's
@@ -172,7 +175,8 @@ want train && stage train sglang-dflash train --target "$target" --features "$fe
   ${SCHEDULE_MINUTES:+--schedule-minutes "$SCHEDULE_MINUTES"} \
   ${INIT_DRAFTER:+--init-drafter "$INIT_DRAFTER"} ${ORDER_SEED:+--order-seed "$ORDER_SEED"} \
   ${FRESH_STORES:+--fresh-stores "$FRESH_STORES" --fresh-share "${FRESH_SHARE:?FRESH_STORES needs FRESH_SHARE}"} \
-  ${FEATURE_PRECISION:+--feature-precision "$FEATURE_PRECISION"} "${token_flag[@]}"
+  ${FEATURE_PRECISION:+--feature-precision "$FEATURE_PRECISION"} ${DISTILL_WEIGHT:+--distill-weight "$DISTILL_WEIGHT"} \
+  "${token_flag[@]}"
 
 # 3. Acceptance with the reference implementation: greedy, block 16, chat template, 256 new tokens, float32
 #    target, the first EVAL_PROMPTS prompts of each set, both sets side by side (one thread each).  The

@@ -10,7 +10,12 @@ For a training sequence x[0..T) (prompt + the target's own response):
   committed at inference time) and every token of their own block, nothing of other blocks;
 - block position i (1..block_size-1) is trained to predict x[a+i], the target's next token, with
   cross-entropy weighted by ``exp(-(i-1)/gamma)``: a miss early in the block ends acceptance, so
-  early positions matter most (``gamma=None`` weighs all positions equally).
+  early positions matter most (``gamma=None`` weighs all positions equally);
+- with a distillation weight alpha (``train --distill-weight``), each position's loss is
+  ``(1 - alpha) * CE + alpha * KL(p || q)``: p the target's own next-token distribution at the
+  label's position (``lm_head`` of its final hidden state one token before), q the drafter's.  The
+  labels are p's argmax (the target's greedy tokens); p adds how sure the target is and what it
+  would say instead.
 """
 
 from __future__ import annotations
@@ -128,9 +133,31 @@ def block_hidden(
     return drafter(embed(blocks.tokens), blocks.positions, context_kv, masks)
 
 
+def distillation_kl(
+    logits: torch.Tensor,
+    lm_head: nn.Module,
+    target_final: torch.Tensor | None,
+    positions: torch.Tensor,
+    supervised: torch.Tensor,
+) -> torch.Tensor:
+    """KL(p || q) per supervised query [N]: q from the drafter's ``logits`` [N, V], p the target's
+    next-token distribution for the same token (its logits at the position before the label's)."""
+    if target_final is None:
+        raise ValueError(
+            "dflash_loss: target_final is None with a distill weight; expected the target's final "
+            "hidden states [R, T, H] (train --features-from-tokens computes them)"
+        )
+    rows = torch.arange(positions.shape[0], device=positions.device)[:, None].expand_as(positions)
+    before = target_final[rows[supervised], positions[supervised] - 1]
+    with torch.no_grad():
+        teacher = F.log_softmax(lm_head(before.to(lm_head.weight.dtype)).float(), dim=-1)
+    return (teacher.exp() * (teacher - F.log_softmax(logits, dim=-1))).sum(-1)
+
+
 @dataclass
 class LossOutput:
     loss: torch.Tensor
+    ce: torch.Tensor  # the weighted cross-entropy alone (``loss`` without distillation)
     accuracy: torch.Tensor  # [block_size] top-1 accuracy per block position (nan where unsupervised)
     expected_accept: torch.Tensor  # mean accepted drafts per block if verified greedily against the labels
 
@@ -143,11 +170,15 @@ def dflash_loss(
     context_valid: torch.Tensor,
     blocks: BlockBatch,
     weights: torch.Tensor,
+    target_final: torch.Tensor | None = None,
+    distill_weight: float = 0.0,
 ) -> LossOutput:
-    """Weighted cross-entropy of all blocks of a batch in one drafter forward.
+    """Weighted cross-entropy (and KL to the target, ``distill_weight`` > 0) of all blocks of a batch
+    in one drafter forward.
 
     ``target_features`` [R, T, K*H] are the frozen target's concatenated hidden states,
-    ``context_valid`` [R, T] marks real (non-padding) tokens.
+    ``context_valid`` [R, T] marks real (non-padding) tokens, ``target_final`` [R, T, H] the
+    target's final hidden states (needed with ``distill_weight``).
     """
     rows = target_features.shape[0]
     block_size = weights.numel()
@@ -159,7 +190,12 @@ def dflash_loss(
     pos_in_block = torch.arange(blocks.labels.shape[1], device=hidden.device) % block_size
     w = weights.to(hidden.device)[pos_in_block[None].expand(rows, -1)[supervised]]
     ce = F.cross_entropy(logits, labels, reduction="none")
-    loss = (ce * w).sum() / w.sum().clamp_min(1e-8)
+    w_total = w.sum().clamp_min(1e-8)
+    ce_loss = (ce * w).sum() / w_total
+    loss = ce_loss
+    if distill_weight > 0:
+        kl = distillation_kl(logits, lm_head, target_final, blocks.positions, supervised)
+        loss = (1 - distill_weight) * ce_loss + distill_weight * (kl * w).sum() / w_total
 
     with torch.no_grad():
         correct = torch.zeros_like(blocks.labels, dtype=torch.float32)
@@ -172,4 +208,4 @@ def dflash_loss(
         hits = (per_pos[..., 1:] * sup[..., 1:]).cumprod(-1).sum(-1)
         full_blocks = sup[..., 1].bool()
         expected_accept = hits[full_blocks].mean() if full_blocks.any() else torch.tensor(math.nan)
-    return LossOutput(loss, accuracy, expected_accept)
+    return LossOutput(loss, ce_loss, accuracy, expected_accept)

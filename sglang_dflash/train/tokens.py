@@ -504,26 +504,32 @@ class _StopForward(Exception):
 
 @torch.inference_mode()
 def teacher_forced_features(
-    target: nn.Module, sequences: Sequence[Sequence[int]], layer_ids: Sequence[int]
+    target: nn.Module,
+    sequences: Sequence[Sequence[int]],
+    layer_ids: Sequence[int],
+    final_hidden: bool = False,
 ) -> list[torch.Tensor]:
     """Context features [len(seq) - 1, K*H] of each sequence, from one right-padded forward pass.
 
     Right padding needs no attention mask: causal attention keeps every real token from seeing the
     padding after it, and positions count from 0 as in generation.  The last token's feature is
-    dropped, as in a feature store (no anchor reads it).
+    dropped, as in a feature store (no anchor reads it).  With ``final_hidden`` the pass runs to
+    the last layer and each row ends with the target's final (normed) hidden state, [.., K*H + H]:
+    ``lm_head`` of it is the target's next-token logits, which ``train --distill-weight`` matches.
     """
     width = max(map(len, sequences))
     ids = torch.zeros(len(sequences), width, dtype=torch.long)
     for row, seq in enumerate(sequences):
         ids[row, : len(seq)] = torch.tensor(list(seq))
     ids = ids.to(target.device)
-    capture = LayerCapture(target, layer_ids)
+    captured = [*layer_ids, len(target.model.layers) - 1] if final_hidden else list(layer_ids)
+    capture = LayerCapture(target, captured)
 
     def stop(module, args, output):
         raise _StopForward
 
     # Registered after the capture's hook on the same layer, so it runs after the capture.
-    handle = target.model.layers[max(layer_ids)].register_forward_hook(stop)
+    handle = target.model.layers[max(captured)].register_forward_hook(stop)
     try:
         target.model(input_ids=ids, use_cache=False)
     except _StopForward:
@@ -531,7 +537,10 @@ def teacher_forced_features(
     finally:
         handle.remove()
         capture.remove()
-    feats = capture.features()  # [bs, width, K*H]
+    feats = capture.features()  # [bs, width, K*H] (+ the last layer's H with final_hidden)
+    if final_hidden:
+        hidden = feats.shape[-1] // len(captured)
+        feats = torch.cat([feats[..., :-hidden], target.model.norm(feats[..., -hidden:])], dim=-1)
     return [feats[row, : len(seq) - 1] for row, seq in enumerate(sequences)]
 
 
@@ -569,6 +578,7 @@ class TokenFeatureStores:
         layer_ids: Sequence[int],
         feature_dtype: str = "float16",
         bf16_target: bool = False,
+        final_hidden: bool = False,
     ) -> None:
         if feature_dtype not in FEATURE_DTYPES:
             raise ValueError(
@@ -576,6 +586,8 @@ class TokenFeatureStores:
             )
         self.stores, self.target = stores, target
         self.bf16_target = bf16_target
+        # Each record's features end with the target's final hidden state (see teacher_forced_features).
+        self.final_hidden = final_hidden
         self.layer_ids = list(layer_ids)
         self.dtype = FEATURE_DTYPES[feature_dtype]
         self.records = [{**r, "store": k} for k, store in enumerate(stores) for r in store.records]
@@ -585,7 +597,12 @@ class TokenFeatureStores:
 
     @classmethod
     def open(
-        cls, paths: Sequence[str], target: nn.Module, layer_ids: Sequence[int], bf16_target: bool = False
+        cls,
+        paths: Sequence[str],
+        target: nn.Module,
+        layer_ids: Sequence[int],
+        bf16_target: bool = False,
+        final_hidden: bool = False,
     ) -> TokenFeatureStores:
         """Open the token stores ``paths`` after checking that ``target`` wrote every one."""
         stores = [TokenStore.open_with_records(p) for p in paths]
@@ -593,14 +610,15 @@ class TokenFeatureStores:
         for store in stores:
             check_store_target(store, ours, "train")
         LayerCapture(target, layer_ids).remove()  # checks the ids now, not at the first batch
-        return cls(stores, target, layer_ids, bf16_target=bf16_target)
+        return cls(stores, target, layer_ids, bf16_target=bf16_target, final_hidden=final_hidden)
 
     def keep(self, records: Sequence[dict]) -> None:
         """Compute these records' features once and keep them (the held-out records)."""
         self._kept.update({id(r): None for r in records})
 
     def features(self, record: dict, length: int) -> torch.Tensor:
-        """Features [min(length, len - 1), K*H] (float32) of the record's first tokens."""
+        """Features [min(length, len - 1), K*H] (float32; K*H + H with ``final_hidden``) of the
+        record's first tokens."""
         return self.features_many([record], length)[0]
 
     def features_many(self, records: Sequence[dict], length: int) -> list[torch.Tensor]:
@@ -622,7 +640,10 @@ class TokenFeatureStores:
             # Causal attention: the first rows + 1 tokens give the first rows features exactly.
             with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=self.bf16_target):
                 computed = teacher_forced_features(
-                    self.target, [records[i]["input_ids"][: rows[i] + 1] for i in members], self.layer_ids
+                    self.target,
+                    [records[i]["input_ids"][: rows[i] + 1] for i in members],
+                    self.layer_ids,
+                    final_hidden=self.final_hidden,
                 )
             for i, feats in zip(members, computed):
                 out[i] = feats = feats.to(self.dtype).float().cpu()

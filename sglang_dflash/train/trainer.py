@@ -129,6 +129,9 @@ class TrainConfig:
     # of every batch (rounded to whole rows), the others the rest: see SequenceBatches.
     fresh_stores: int = 0
     fresh_share: float = 0.0
+    # Each position's loss: (1 - distill_weight) * CE + distill_weight * KL(target || drafter), see
+    # objective.distillation_kl; the target's distributions need features_from_tokens.
+    distill_weight: float = 0.0
 
     def __post_init__(self) -> None:
         """Raise ValueError naming the first bad setting by its ``train`` flag."""
@@ -183,6 +186,15 @@ class TrainConfig:
                 "the context layers with --features-from-tokens (a token store keeps no features)",
             )
         self._check_fresh_share()
+        if isinstance(self.distill_weight, bool) or not 0 <= self.distill_weight <= 1:
+            raise train_error("distill_weight", self.distill_weight, "a weight in [0, 1]")
+        if self.distill_weight and not self.features_from_tokens:
+            raise train_error(
+                "features_from_tokens",
+                self.features_from_tokens,
+                f"set with --distill-weight {self.distill_weight} (the target's next-token "
+                "distributions come from its pass over the token stores; a feature store keeps none)",
+            )
         if self.num_chunks is not None and not self.features:
             raise train_error(
                 "features", self.features, f"a feature store with --num-chunks {self.num_chunks}"
@@ -564,6 +576,10 @@ def train_step(
             feats = batches.features(step).to(config.device)  # captured at generation: no target forward
         else:
             feats = target_features(target, drafter.config.target_layer_ids, ids, attn)
+        final = None
+        if getattr(batches.store, "final_hidden", False):  # the last H columns: see TokenFeatureStores
+            hidden = feats.shape[-1] // (len(drafter.config.target_layer_ids) + 1)
+            feats, final = feats[..., :-hidden], feats[..., -hidden:]
         return dflash_loss(
             drafter,
             target.get_input_embeddings(),
@@ -572,6 +588,8 @@ def train_step(
             attn,
             blocks,
             weights,
+            target_final=final,
+            distill_weight=config.distill_weight,
         )
 
 
@@ -587,9 +605,14 @@ def heldout_acceptance(
     # every earlier run's (CUDA runs always evaluated under bf16 autocast).
     precision = config.precision if config.device.startswith("cuda") else "fp32"
     for step in batches:
-        # The held-out anchors keep their own seed, so the curve compares across runs and orders.
+        # The held-out anchors keep their own seed, so the curve compares across runs and orders;
+        # its loss is the cross-entropy alone, distilling or not, for the same reason.
         full = dataclasses.replace(
-            config, sample_positions=False, order_seed=config.seed + 1, precision=precision
+            config,
+            sample_positions=False,
+            order_seed=config.seed + 1,
+            precision=precision,
+            distill_weight=0.0,
         )
         out = train_step(drafter, target, heldout, full, step, weights)
         totals["loss"] += out.loss.item()
@@ -614,7 +637,9 @@ def open_feature_stores(
     if target is None:
         raise train_error("features_from_tokens", True, "a target to compute the token stores' features with")
     bf16 = resolve_precision(config.feature_precision, config.device) == "bf16"
-    return TokenFeatureStores.open(paths, target, config.target_layer_ids, bf16_target=bf16)
+    return TokenFeatureStores.open(
+        paths, target, config.target_layer_ids, bf16_target=bf16, final_hidden=config.distill_weight > 0
+    )
 
 
 def load_training_data(
@@ -799,6 +824,7 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
             row = {
                 "step": step,
                 "loss": round(out.loss.item(), 5),
+                **({"ce": round(out.ce.item(), 5)} if config.distill_weight else {}),
                 "lr": scheduler.get_last_lr()[0],
                 "grad_norm": round(float(grad_norm), 4),
                 "acc": [round(float(a), 4) for a in out.accuracy[1:4]],
