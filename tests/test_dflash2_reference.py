@@ -12,6 +12,7 @@ import os
 
 import pytest
 import torch
+from cpu_server import SHIPPED_SMOLLM2_DRAFTER
 from stats import chi_square_pvalue
 from test_reference import PROMPTS, make_pair, plain_greedy
 from test_sampling_lossless import SETTINGS, exact_distribution, sampled_counts
@@ -106,7 +107,7 @@ def test_smollm2_greedy_equals_target_and_both_generations_run(smollm2_float32):
         assert 1 <= result.mean_tau < 2, f"a random drafter is rarely accepted: {result.mean_tau}"
 
 
-SHIPPED = os.path.join(os.path.dirname(__file__), "..", "drafters", "smollm2-135m-instruct")
+SHIPPED = SHIPPED_SMOLLM2_DRAFTER
 
 
 @pytest.mark.slow

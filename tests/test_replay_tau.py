@@ -2,9 +2,9 @@
 response (``measure_tau(responses=...)``, ``sglang-dflash eval-tau --replay``), and the kept responses."""
 
 import json
-import os
 
 import pytest
+from cpu_server import SHIPPED_SMOLLM2_DRAFTER
 
 from sglang_dflash import SamplingParams, load_drafter, spec_generate
 from sglang_dflash.testing import make_tiny_drafter
@@ -163,7 +163,7 @@ def test_teacher_forced_accept_is_the_training_objectives_acceptance_at_every_an
     assert replayed["teacher_forced_accept"] > 0  # not a trivial 0 == 0: some drafts are right
 
 
-SHIPPED = os.path.join(os.path.dirname(__file__), "..", "drafters", "smollm2-135m-instruct")
+SHIPPED = SHIPPED_SMOLLM2_DRAFTER
 
 
 def write_prompt_file(path, count: int) -> str:

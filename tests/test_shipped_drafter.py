@@ -18,11 +18,12 @@ import os
 
 import pytest
 import torch
+from cpu_server import SHIPPED_SMOLLM2_DRAFTER
 
 from sglang_dflash import SamplingParams, load_drafter, spec_generate
 from sglang_dflash.smollm2 import IM_END_ID
 
-DRAFTERS = os.path.join(os.path.dirname(__file__), "..", "drafters", "smollm2-135m-instruct")
+DRAFTERS = SHIPPED_SMOLLM2_DRAFTER
 # (directory, minimum tau on CHATS)
 COMMITTED = [(DRAFTERS, 2.10)]
 # Not from the evaluation sets: a code task and a word problem in the style the drafter was trained on.

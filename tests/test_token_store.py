@@ -11,6 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from cpu_server import SHIPPED_SMOLLM2_DRAFTER
 
 from sglang_dflash.testing import make_tiny_target
 from sglang_dflash.train import tokens as tokens_module
@@ -29,7 +30,7 @@ from sglang_dflash.train.tokens import (
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.join(ROOT, "..", "shared", "data")
-TOKEN_DATA = os.path.join(ROOT, "drafters", "smollm2-135m-instruct", "token-data")
+TOKEN_DATA = os.path.join(SHIPPED_SMOLLM2_DRAFTER, "token-data")
 # The default mix's store must be there; any other committed store is checked too.
 COMMITTED = sorted(
     {"default"} | {n for n in os.listdir(TOKEN_DATA) if os.path.isdir(os.path.join(TOKEN_DATA, n))}
