@@ -257,6 +257,22 @@ def _token_and_feature_stores(target, tmp_path):
     return paths
 
 
+def _config_on_both_token_stores(paths: dict, tmp_path, **overrides):
+    """A tiny training config on the two token stores themselves (features computed when drawn)."""
+    from sglang_dflash.testing import tiny_train_config
+
+    fields = dict(
+        features=paths["a"][0],
+        extra_features=[paths["b"][0]],
+        features_from_tokens=True,
+        target_layer_ids=LAYERS,
+        order_seed=5,
+        batch_size=4,
+        heldout=3,
+    )
+    return tiny_train_config("", tmp_path / "o", **{**fields, **overrides})
+
+
 def test_training_on_token_stores_sees_the_rebuilt_feature_stores_batches_and_features(target, tmp_path):
     from sglang_dflash.testing import tiny_train_config
     from sglang_dflash.train.trainer import load_training_data, train
@@ -315,21 +331,9 @@ def test_a_gpu_computes_a_batchs_token_features_in_one_padded_pass_equal_to_one_
     """On a GPU one target pass per record is launch-bound, so a batch's records share one
     right-padded pass there (``one_pass_per_batch``, chosen by the target's device); causal attention
     keeps the padding out of every real token's features, so they equal one pass each."""
-    from sglang_dflash.testing import tiny_train_config
     from sglang_dflash.train.trainer import load_training_data
 
-    paths = _token_and_feature_stores(target, tmp_path)
-    cfg = tiny_train_config(
-        "",
-        tmp_path / "o",
-        features=paths["a"][0],
-        extra_features=[paths["b"][0]],
-        features_from_tokens=True,
-        target_layer_ids=LAYERS,
-        order_seed=5,
-        batch_size=4,
-        heldout=3,
-    )
+    cfg = _config_on_both_token_stores(_token_and_feature_stores(target, tmp_path), tmp_path)
     (apart, held), (together, _) = load_training_data(cfg, target), load_training_data(cfg, target)
     assert not apart.store.one_pass_per_batch  # a CPU target: one pass each, as before
     together.store.one_pass_per_batch = True
@@ -479,20 +483,8 @@ def test_a_distilling_run_trains_on_the_mix_and_keeps_a_cross_entropy_heldout_cu
     from sglang_dflash.testing import tiny_train_config
     from sglang_dflash.train.trainer import train
 
-    paths = _token_and_feature_stores(target, tmp_path)
-    cfg = tiny_train_config(
-        "",
-        tmp_path / "o",
-        features=paths["a"][0],
-        extra_features=[paths["b"][0]],
-        features_from_tokens=True,
-        target_layer_ids=LAYERS,
-        heldout=3,
-        order_seed=5,
-        batch_size=4,
-        steps=12,
-        log_every=1,
-        eval_every=11,
+    cfg = _config_on_both_token_stores(
+        _token_and_feature_stores(target, tmp_path), tmp_path, steps=12, log_every=1, eval_every=11
     )
     logs = {}
     for name, weight in (("ce", 0.0), ("distilled", 0.5)):
