@@ -562,13 +562,13 @@ class TokenFeatureStores:
     :class:`.features.FeatureStores` orders the feature stores rebuilt from the same token stores,
     so a run's batches, hold-out and anchors are the same either way.  A record's features come
     from one teacher-forced target pass over its tokens (stopping after the deepest context layer,
-    float32 whatever autocast the step runs under; with ``bf16_target``, under bf16 autocast: the
-    target's linears, about three quarters of that pass on CPU, in bf16 with float32 accumulation,
-    the residual stream still float32), rounded to ``feature_dtype`` as a store keeps them.  A run
-    thus pays the target's forward pass for the sequences it trains on (a 600-step run of 8
-    sequences: 4800; about two thirds of a float32 step on CPU) instead of a rebuild of every store
-    first; records passed to :meth:`keep` (the hold-out, evaluated again and again) are computed
-    once.
+    or after the last with ``final_hidden``; float32 whatever autocast the step runs under; with
+    ``bf16_target``, under bf16 autocast: the target's linears, about three quarters of that pass
+    on CPU, in bf16 with float32 accumulation, the residual stream still float32), rounded to
+    ``feature_dtype`` as a store keeps them.  A run thus pays the target's forward pass for the
+    sequences it trains on (a 600-step run of 8 sequences: 4800; about two thirds of a float32 step
+    on CPU) instead of a rebuild of every store first; records passed to :meth:`keep` (the
+    hold-out, evaluated again and again) are computed once.
     """
 
     def __init__(
