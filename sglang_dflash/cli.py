@@ -468,6 +468,39 @@ def _add_eval_tau(sub) -> None:
         help="replay the target's greedy responses kept in this JSONL file (made there first, "
         "resumable) teacher-forced instead of decoding: the same tau at a fraction of the cost",
     )
+    p.add_argument(
+        "--tree",
+        metavar="TREE_JSON",
+        help="verify this token tree of the drafts instead of their chain (greedy; `fit-tree` makes one)",
+    )
+    p = sub.add_parser(
+        "fit-tree",
+        help="fit a verify token tree to a drafter's ranks of the target's greedy tokens (selection prompts)",
+    )
+    p.add_argument("--target", required=True)
+    p.add_argument("--drafter", required=True)
+    p.add_argument(
+        "--set",
+        nargs=2,
+        action="append",
+        required=True,
+        metavar=("PROMPTS", "RESPONSES"),
+        help="a prompt JSONL and the target's greedy responses to its slice (eval-tau --replay's file); "
+        "repeat for several sets",
+    )
+    p.add_argument("--first-prompt", type=int, default=100, help="the slice's first prompt (0-based)")
+    p.add_argument("--num-prompts", type=int, default=64)
+    p.add_argument("--max-new-tokens", type=int, default=256)
+    p.add_argument(
+        "--num-drafts",
+        type=int,
+        nargs="+",
+        required=True,
+        help="tree nodes besides the root (verify width - 1); several: one tree each, --out holding {n}",
+    )
+    p.add_argument("--max-rank", type=int, default=8, help="consider each position's top MAX_RANK drafts")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    p.add_argument("--out", required=True, help="the tree's JSON file ({n}: the number of drafts)")
 
 
 def _weights_digest(drafter_dir: str) -> str:
@@ -505,6 +538,7 @@ def _eval_tau(args) -> int:
     from . import SamplingParams, load_drafter
     from .train.acceptance import greedy_responses, measure_tau
     from .train.data import chat_prompt_ids
+    from .tree import load_tree
 
     try:
         texts = _prompt_slice(args)  # before any model loads: a bad slice fails at once
@@ -517,6 +551,7 @@ def _eval_tau(args) -> int:
     drafter = load_drafter(args.drafter, target_config=target.config, device=args.device)
     prompts = [chat_prompt_ids(tokenizer, p) for p in texts]
     params = SamplingParams(max_new_tokens=args.max_new_tokens, stop_token_ids=(tokenizer.eos_token_id,))
+    tree = load_tree(args.tree) if args.tree else None
     # The drafter's weight digest is part of the settings: a partial file from another drafter is never
     # reused.
     settings = {
@@ -532,6 +567,8 @@ def _eval_tau(args) -> int:
         "batch_size": args.batch_size,
         "device": args.device,
     }
+    if tree is not None:
+        settings["tree"] = tree.to_json()
     responses = None
     if args.replay:
         settings["method"] = "replay"
@@ -541,13 +578,77 @@ def _eval_tau(args) -> int:
             return 0
     partial = args.json_out + ".partial.jsonl" if args.json_out else None
     result = measure_tau(
-        target, drafter, prompts, params, args.batch_size, partial, settings, args.max_minutes, responses
+        target,
+        drafter,
+        prompts,
+        params,
+        args.batch_size,
+        partial,
+        settings,
+        args.max_minutes,
+        responses,
+        tree,
     )
     print(json.dumps({k: result[k] for k in ("prompts", "complete", "mean_tau", "tokens", "verify_steps")}))
     if args.json_out:
         with open(args.json_out + ".tmp", "w", encoding="utf-8") as f:
             json.dump(result, f, indent=2)
         os.replace(args.json_out + ".tmp", args.json_out)
+    return 0
+
+
+def _fit_tree(args) -> int:
+    import torch
+    from tqdm import tqdm
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from . import SamplingParams, load_drafter
+    from .train.acceptance import block_ranks, greedy_responses
+    from .train.data import chat_prompt_ids
+    from .tree import fit_tree, save_tree
+
+    if min(args.num_drafts) < 1 or args.max_rank < 1:
+        print(
+            f"fit-tree: --num-drafts {args.num_drafts}, --max-rank {args.max_rank}; expected all >= 1",
+            file=sys.stderr,
+        )
+        return 2
+    if len(args.num_drafts) > 1 and "{n}" not in args.out:
+        print(
+            f"fit-tree: --out is {args.out}; expected a path holding {{n}} for several --num-drafts",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        slices = [_prompt_slice(argparse.Namespace(**{**vars(args), "prompts": p})) for p, _ in args.set]
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
+    torch.set_num_threads(args.threads)
+    tokenizer = AutoTokenizer.from_pretrained(args.target)
+    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).eval()
+    drafter = load_drafter(args.drafter, target_config=target.config)
+    params = SamplingParams(max_new_tokens=args.max_new_tokens, stop_token_ids=(tokenizer.eos_token_id,))
+    rows = []
+    for texts, (_, replay) in zip(slices, args.set, strict=True):
+        prompts = [chat_prompt_ids(tokenizer, t) for t in texts]
+        responses = greedy_responses(target, prompts, params, replay)
+        for prompt, response in tqdm(list(zip(prompts, responses, strict=True)), desc=f"ranks {replay}"):
+            rows.extend(block_ranks(target, drafter, prompt, response, args.max_rank).tolist())
+    fitted_on = {"sets": [os.path.basename(p) for p, _ in args.set], "first_prompt": args.first_prompt}
+    fitted_on.update(
+        num_prompts=args.num_prompts, anchors=len(rows), drafter_sha256=_weights_digest(args.drafter)
+    )
+    for num_drafts in args.num_drafts:
+        tree = fit_tree(rows, num_drafts, args.max_rank)
+        tree.check_block(drafter.block_size)
+        out = args.out.replace("{n}", str(num_drafts))
+        save_tree(tree, out, fitted_on=fitted_on)
+        print(
+            json.dumps(
+                {"out": out, "nodes": tree.num_nodes, "max_depth": tree.max_depth, "anchors": len(rows)}
+            )
+        )
     return 0
 
 
@@ -691,6 +792,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.choices["train"].set_defaults(func=_train)
     _add_eval_tau(sub)
     sub.choices["eval-tau"].set_defaults(func=_eval_tau)
+    sub.choices["fit-tree"].set_defaults(func=_fit_tree)
     _add_bench(sub)
     _add_doctor(sub)
     _add_token_map(sub)

@@ -46,6 +46,7 @@ from .speculative import (
     sampling_probs,
     truncate_at_stop,
 )
+from .tree import DraftTree
 
 GREEDY = SamplingParams()  # spec_generate's default: greedy, 128 new tokens
 
@@ -191,19 +192,24 @@ def spec_generate(
     sampling: SamplingParams | Sequence[SamplingParams] = GREEDY,
     block_size: int | None = None,
     generator: torch.Generator | None = None,
+    tree: DraftTree | None = None,
 ) -> SpecResult:
     """Generate continuations of ``prompts`` with DFlash speculative decoding.
 
     ``sampling`` is one :class:`SamplingParams` for all rows or one per row (greedy and sampled
     rows can share a batch).  ``block_size`` defaults to the drafter's.  Sampled rows draw from
     ``generator``; once any row has a ``seed``, every row draws from its own seed instead (42 where
-    it has none, as SGLang), and a seeded row's output is the same in any batch.
+    it has none, as SGLang), and a seeded row's output is the same in any batch.  ``tree`` verifies
+    a token tree of the drafts instead of their chain (:mod:`sglang_dflash.tree`; greedy rows without
+    penalties and a DFlash drafter only).
     """
     block_size = block_size or drafter.block_size
     _check_inputs(target, drafter, prompts, block_size)
     params = [sampling] * len(prompts) if isinstance(sampling, SamplingParams) else list(sampling)
     if len(params) != len(prompts):
         raise ValueError(f"got {len(params)} SamplingParams for {len(prompts)} prompts")
+    if tree is not None:
+        _check_tree(tree, drafter, params, block_size)
     device = target.get_input_embeddings().weight.device
     batch = BatchSampling.from_params(params, device)
     max_new = torch.tensor([p.max_new_tokens for p in params], device=device)
@@ -258,24 +264,16 @@ def spec_generate(
         pos = block_positions(seq_lens, block_size)
         draws = batch.draws(seq_lens + 1, generator)  # the drafts decide positions seq_len + 1 ...
         penalties = _penalties(tokens, rows.tolist(), params, vocab, device)
-        drafts, draft_probs = _draft(target, drafter, block, pos, dcache, batch, draws, penalties)
-        block[:, 1:] = drafts
-        out = target(
-            block,
-            attention_mask=tcache.mask_with(block_size),
-            position_ids=pos,
-            past_key_values=tcache.cache,
-            use_cache=True,
-            output_hidden_states=True,
-        )
-        target_logits = out.logits
-        if penalties is not None:
-            apply_penalties_(target_logits, penalties, chain=drafts)
-        num_correct_drafts, emitted = accept(drafts, draft_probs, target_logits, batch, draws)
+        if tree is None:
+            num_correct_drafts, emitted, committed, pos, out = _chain_step(
+                target, drafter, block, pos, tcache, dcache, batch, draws, penalties
+            )
+        else:
+            num_correct_drafts, emitted, committed, pos, out = _tree_step(
+                target, drafter, tree, block, seq_lens, tcache, dcache
+            )
         accept_lens = num_correct_drafts + 1
-
-        # Commit: block columns 0 .. num_correct_drafts hold committed tokens (KV + context features).
-        committed = torch.arange(block_size, device=device)[None, :] < accept_lens[:, None]
+        # Commit the accepted columns (KV + context features); the others are masked out.
         tcache.commit(committed)
         features = drafter.select_target_features(out.hidden_states, layer_ids)
         drafter.extend_cache(dcache, features, committed, pos)
@@ -295,3 +293,93 @@ def spec_generate(
                 reasons[r] = "stop"
 
     return SpecResult(tokens, accept_lens_per_request, reasons, [len(p) for p in prompts])
+
+
+def _check_tree(
+    tree: DraftTree, drafter: DFlashDraftModel, params: Sequence[SamplingParams], block_size: int
+) -> None:
+    tree.check_block(block_size)
+    if isinstance(drafter, DFlash2DraftModel):
+        raise ValueError(
+            "spec_generate: tree verification drafts by rank; a DFlash2 drafter walks its lattice"
+        )
+    unsupported = [i for i, p in enumerate(params) if p.temperature > 0 or p.penalized]
+    if unsupported:
+        raise ValueError(
+            f"spec_generate: rows {unsupported[:8]} sample or carry penalties; tree verification is "
+            "greedy-only (expected temperature 0 and no penalties, or tree=None)"
+        )
+
+
+StepOutcome = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, object]
+
+
+def _chain_step(
+    target: nn.Module,
+    drafter: DFlashDraftModel,
+    block: torch.Tensor,
+    pos: torch.Tensor,
+    tcache: _TargetCache,
+    dcache,
+    batch: BatchSampling,
+    draws,
+    penalties: Penalties | None,
+) -> StepOutcome:
+    """Draft a chain, verify it, accept: (num_correct_drafts, emitted, committed columns, their
+    positions, the verify's output)."""
+    block_size = block.shape[1]
+    drafts, draft_probs = _draft(target, drafter, block, pos, dcache, batch, draws, penalties)
+    block[:, 1:] = drafts
+    out = target(
+        block,
+        attention_mask=tcache.mask_with(block_size),
+        position_ids=pos,
+        past_key_values=tcache.cache,
+        use_cache=True,
+        output_hidden_states=True,
+    )
+    target_logits = out.logits
+    if penalties is not None:
+        apply_penalties_(target_logits, penalties, chain=drafts)
+    num_correct_drafts, emitted = accept(drafts, draft_probs, target_logits, batch, draws)
+    committed = torch.arange(block_size, device=block.device)[None, :] <= num_correct_drafts[:, None]
+    return num_correct_drafts, emitted, committed, pos, out
+
+
+def _tree_step(
+    target: nn.Module,
+    drafter: DFlashDraftModel,
+    tree: DraftTree,
+    block: torch.Tensor,
+    seq_lens: torch.Tensor,
+    tcache: _TargetCache,
+    dcache,
+) -> StepOutcome:
+    """Draft every tree node from one drafter pass, verify the tree in one target pass (each node
+    sees the prefix and its ancestors), walk it greedily (see :func:`_chain_step` for the result)."""
+    embeds = target.get_input_embeddings()(block)
+    hidden = drafter.draft_block(embeds, block_positions(seq_lens, block.shape[1]), dcache)
+    draft_logits = target.get_output_embeddings()(hidden[:, 1:].to(embeds.dtype))
+    nodes = torch.cat([block[:, :1], tree.draft_tokens(draft_logits)], dim=1)
+    node_pos = tree.node_positions(seq_lens)
+    # An explicit 4D mask: HF uses it as given (additive, so eager and SDPA read it alike).
+    visible = torch.cat(
+        [
+            tcache.valid[:, None, :].expand(-1, tree.num_nodes, -1),
+            tree.ancestor_mask(block.device).expand(block.shape[0], -1, -1),
+        ],
+        dim=2,
+    )
+    dtype = target.get_input_embeddings().weight.dtype
+    mask = torch.zeros(visible.shape, dtype=dtype, device=block.device)
+    mask.masked_fill_(~visible, torch.finfo(dtype).min)
+    out = target(
+        nodes,
+        attention_mask=mask[:, None],
+        position_ids=node_pos,
+        past_key_values=tcache.cache,
+        use_cache=True,
+        output_hidden_states=True,
+    )
+    on_path, num_correct_drafts, emitted = tree.greedy_accept(nodes, out.logits)
+    return num_correct_drafts, emitted, on_path, node_pos, out

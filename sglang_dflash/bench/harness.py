@@ -5,8 +5,10 @@
 
 Modes: ``baseline`` (no speculation), ``dflash`` (ours as it ships: on GPUs with our split-KV
 block attention), ``dflash-adaptive`` (ours with ``--speculative-adaptive``: per-step verify width,
-CPU only for now), ``dflash-nosplitkv`` (ours with ``SGLANG_DFLASH_SPLITKV=0``: SGLang's prefill
-kernel for the block passes, GPU only), ``dflash-builtin``
+CPU only for now), ``dflash-tree`` (ours verifying the drafter folder's token tree,
+``SGLANG_DFLASH_VERIFY_TREE=auto``: greedy steps, CPU only for now), ``dflash-nosplitkv`` (ours
+with ``SGLANG_DFLASH_SPLITKV=0``: SGLang's prefill kernel for the block passes, GPU only),
+``dflash-builtin``
 (SGLang's built-in DFLASH, selected through ``SGLANG_DFLASH_IMPL=builtin``), ``ngram`` (SGLang's
 NGRAM, no drafter).
 At temperature 0 every output is also re-scored teacher-forced by the float32 target
@@ -32,17 +34,27 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
+from ..serving.tree_verify import VERIFY_TREE_ENV
 from .datasets import dataset_name, load_dataset, read_jsonl_prompts
 from .engine_run import FIRST_WAVES
 from .report import write_report
 
-MODES = ("baseline", "dflash", "dflash-adaptive", "dflash-nosplitkv", "dflash-builtin", "ngram")
-DRAFTER_MODES = ("dflash", "dflash-adaptive", "dflash-nosplitkv", "dflash-builtin")
-OUR_MODES = ("dflash", "dflash-adaptive", "dflash-nosplitkv")  # our worker, profiled
+MODES = (
+    "baseline",
+    "dflash",
+    "dflash-adaptive",
+    "dflash-tree",
+    "dflash-nosplitkv",
+    "dflash-builtin",
+    "ngram",
+)
+DRAFTER_MODES = ("dflash", "dflash-adaptive", "dflash-tree", "dflash-nosplitkv", "dflash-builtin")
+OUR_MODES = ("dflash", "dflash-adaptive", "dflash-tree", "dflash-nosplitkv")  # our worker, profiled
 DEVICES = ("cuda", "cpu")
 # On SGLang's CPU backend only plain decoding and our DFLASH run: the built-in DFLASH refuses a
 # non-CUDA device and NGRAM needs CUDA kernels.
-CPU_MODES = ("baseline", "dflash", "dflash-adaptive")
+CPU_MODES = ("baseline", "dflash", "dflash-adaptive", "dflash-tree")
+CPU_DEFAULT_MODES = ("baseline", "dflash", "dflash-adaptive")
 # dflash-adaptive runs on CPU only for now (per-width CUDA graphs are not built yet).
 GPU_MODES = ("baseline", "dflash", "dflash-builtin", "ngram")
 # SGLang's CPU flags: float32 (no fast bf16 matmuls on most CPUs), torch_native attention,
@@ -241,6 +253,9 @@ def mode_env(mode: str, profile_path: str, device: str = "cuda", cpu_malloc: str
         env["SGLANG_DFLASH_PROFILE"] = profile_path
     # Set for every mode, so that a caller's setting does not leak in (the switch acts on GPUs only).
     env["SGLANG_DFLASH_SPLITKV"] = "0" if mode == "dflash-nosplitkv" else "1"
+    env.pop(VERIFY_TREE_ENV, None)  # every mode but dflash-tree verifies as the worker ships
+    if mode == "dflash-tree":
+        env[VERIFY_TREE_ENV] = "auto"  # the drafter folder's verify-tree.json
     return env
 
 
@@ -413,7 +428,8 @@ def add_parser(sub) -> None:
         "--modes",
         default=None,
         type=lambda s: [m.strip() for m in s.split(",") if m.strip()],
-        help=f"comma-separated, default {','.join(GPU_MODES)} (--device cpu: {','.join(CPU_MODES)})",
+        help=f"comma-separated, default {','.join(GPU_MODES)} (--device cpu: {','.join(CPU_DEFAULT_MODES)}; "
+        f"also {','.join(m for m in CPU_MODES if m not in CPU_DEFAULT_MODES)})",
     )
     p.add_argument("--num-prompts", type=int, default=64, help="prompts per dataset (the most a level runs)")
     p.add_argument(
@@ -432,7 +448,7 @@ def add_parser(sub) -> None:
         choices=DEVICES,
         default="cuda",
         help="cpu: SGLang's CPU backend (float32 unless --dtype, torch_native); "
-        "modes baseline, dflash, dflash-adaptive",
+        "modes baseline, dflash, dflash-adaptive, dflash-tree",
     )
     p.add_argument(
         "--max-total-tokens",
@@ -477,7 +493,7 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     fields = {f.name for f in dataclasses.fields(BenchConfig)}
     if args.modes is None:
-        args.modes = list(CPU_MODES if args.device == "cpu" else GPU_MODES)
+        args.modes = list(CPU_DEFAULT_MODES if args.device == "cpu" else GPU_MODES)
     try:
         cfg = BenchConfig(**{k: v for k, v in vars(args).items() if k in fields})
     except (ValueError, FileNotFoundError) as e:

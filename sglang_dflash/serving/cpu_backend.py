@@ -142,6 +142,9 @@ class BlockLayout:
     prefix_lens: torch.Tensor  # [bs]
     ragged: bool  # some request has fewer than kv_len keys
     masks: dict[tuple[bool, int | None], torch.Tensor | None] = dataclasses.field(default_factory=dict)
+    # [block_size, offset + block_size] bool: a verify tree's ancestor mask (sglang_dflash.tree), the
+    # rows of this pass's nodes, which replaces causality inside the block for causal layers; None: a chain.
+    tree_mask: torch.Tensor | None = None
 
     @classmethod
     def build(
@@ -150,6 +153,7 @@ class BlockLayout:
         req_pool_indices: torch.Tensor,
         prefix_lens: torch.Tensor,
         block_size: int,
+        tree_mask: torch.Tensor | None = None,
     ) -> BlockLayout:
         prefix_lens = prefix_lens.to(device=req_to_token.device, dtype=torch.long)
         min_prefix, max_prefix = (int(x) for x in torch.aminmax(prefix_lens))
@@ -159,7 +163,7 @@ class BlockLayout:
         if ragged:
             valid = torch.arange(kv_len, device=slots.device)[None, :] < (prefix_lens + block_size)[:, None]
             slots = torch.where(valid, slots, slots[:, :1])
-        return cls(slots.reshape(-1), kv_len, block_size, prefix_lens, ragged)
+        return cls(slots.reshape(-1), kv_len, block_size, prefix_lens, ragged, tree_mask=tree_mask)
 
     def mask(self, causal: bool, window: int | None) -> torch.Tensor | None:
         """[bs, 1, block_size, kv_len] keys each query may read (None = all; cached per kind)."""
@@ -172,6 +176,8 @@ class BlockLayout:
     def _build_mask(self, causal: bool, window: int | None) -> torch.Tensor | None:
         bs, block, device = self.prefix_lens.shape[0], self.block_size, self.slots.device
         window = effective_window(window, self.kv_len)
+        if causal and self.tree_mask is not None:
+            return self._tree_mask(window)
         if window is None and not self.ragged and (not causal or block == 1):
             return None  # every query reads every key of its row: no mask keeps SDPA on its fused kernel
         if bs == 1:  # the single-request layout is the one block_attention_mask has always built
@@ -183,6 +189,25 @@ class BlockLayout:
         if not causal:  # a causal query never reaches its row's padding; a bidirectional one would
             allowed = allowed & (key_pos < (self.prefix_lens + block)[:, None, None])
         return allowed.expand(bs, block, self.kv_len)[:, None]
+
+    def _tree_mask(self, window: int | None) -> torch.Tensor:
+        """[bs, 1, block, kv_len]: a node reads its request's prefix and its ancestors in the tree.
+
+        ``tree_mask`` [block, offset + block] holds the rows of this pass's nodes over every tree
+        column up to its last: a later pass of a staged tree verify (``offset`` > 0) starts past the
+        tree's first ``offset`` nodes, which its prefix lengths count but only their descendants read.
+        """
+        if window is not None:
+            raise NotImplementedError("a verify tree over sliding-window target layers is not built")
+        block, device = self.block_size, self.slots.device
+        tree_mask = self.tree_mask.to(device)
+        offset = tree_mask.shape[1] - block
+        key_pos = torch.arange(self.kv_len, device=device)[None, None, :]
+        column = key_pos - self.prefix_lens[:, None, None] + offset  # the key's tree column
+        in_tree = (column >= 0) & (column < offset + block)
+        node = torch.arange(block, device=device)[None, :, None]
+        ancestor = tree_mask[node, column.clamp(0, offset + block - 1)]  # [bs, block, kv_len]
+        return ((column < 0) | (in_tree & ancestor))[:, None]
 
 
 def block_attention(
@@ -275,6 +300,7 @@ def forward_layout(backend, forward_batch: ForwardBatch) -> BlockLayout:
         forward_batch.req_pool_indices,
         forward_batch.seq_lens,
         forward_batch.spec_info.draft_token_num,
+        tree_mask=getattr(forward_batch.spec_info, "tree_mask", None),
     )
     setattr(backend, _LAYOUT_ATTR, (forward_batch, layout))
     return layout

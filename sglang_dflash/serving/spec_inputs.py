@@ -30,6 +30,7 @@ class DFlashBlockInput(SpecInput):
         logit_columns: tuple[int, int] | None = None,
         hot_logits: bool = False,
         later_columns: tuple[int, int] | None = None,
+        tree_mask: torch.Tensor | None = None,
     ) -> None:
         super().__init__(SpecInputType.DFLASH_VERIFY)
         self.draft_token = draft_token
@@ -47,6 +48,9 @@ class DFlashBlockInput(SpecInput):
         # Block columns [start, stop) drafted later, by a staged verify for the requests that reach
         # them: the drafter hands back their final states (``hidden_states``) instead of logits.
         self.later_columns = later_columns
+        # A verify tree's ancestor mask [n, n] (sglang_dflash.tree): the target's causal layers read
+        # a node's ancestors in the block instead of the columns before it (CPU block attention).
+        self.tree_mask = tree_mask
         self.custom_mask = None  # causal (target) or bidirectional (ENCODER_ONLY drafter) by layer
         self.num_tokens_per_req = draft_token_num
         self.num_tokens_for_logprob_per_req = draft_token_num

@@ -69,6 +69,14 @@ from .staged_verify import (
     stages_verify,
 )
 from .tensor_parallel import TPShard, agree, agree_int
+from .tree_verify import (
+    NodeArgmax,
+    commit_path_slots,
+    path_order,
+    tree_first_pass_nodes,
+    tree_step_applies,
+    verify_tree_setting,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -800,6 +808,17 @@ class DFlashWorker(BaseSpecWorker):
         self.mask_token_id = self.dflash.mask_token_id
         self.injector: ContextInjector | None = None
         self.width_policy = adaptive_policy(server_args, self.block_size)
+        self.verify_tree = verify_tree_setting(server_args, self.block_size, self.device)
+        if self.verify_tree is not None and self.width_policy is not None:
+            raise ValueError(
+                "sglang-dflash: a verify tree (SGLANG_DFLASH_VERIFY_TREE) and --speculative-adaptive "
+                "both set the verify width; expected one of them"
+            )
+        self.tree_mask = None if self.verify_tree is None else self.verify_tree.ancestor_mask(self.device)
+        self.tree_split = tree_first_pass_nodes(self.verify_tree)
+        self.tree_gate = SecondPassGate(second_pass_policy())  # the tree's own: other passes, gains
+        split_depths = self.verify_tree.depths[: self.tree_split] if self.verify_tree is not None else [0]
+        self.tree_split_depth = max(split_depths)  # the first pass's deepest nodes
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
         self.mask_drafts = mask_drafts_setting()
         self.deferred_logits = deferred_verify_logits(target_worker.model_runner, self.tp_shard)
@@ -897,17 +916,192 @@ class DFlashWorker(BaseSpecWorker):
         logit_columns: tuple[int, int] | None = None,
         hot_logits: bool = False,
         later_columns: tuple[int, int] | None = None,
+        tree_mask: torch.Tensor | None = None,
     ) -> ForwardBatch:
         """A TARGET_VERIFY forward over ``width`` tokens per request (the host restores batch fields)."""
         batch.forward_mode = ForwardMode.TARGET_VERIFY
         batch.input_ids = block.reshape(-1)
         batch.out_cache_loc = out_cache_loc
         batch.spec_info = DFlashBlockInput(
-            batch.input_ids, positions, width, capture, full_vocab, logit_columns, hot_logits, later_columns
+            batch.input_ids,
+            positions,
+            width,
+            capture,
+            full_vocab,
+            logit_columns,
+            hot_logits,
+            later_columns,
+            tree_mask,
         )
         return ForwardBatch.init_new(
             batch, runner, capture_hidden_mode=capture, return_hidden_states_before_norm=False
         )
+
+    def _draft_pass(
+        self,
+        passes: BlockPasses,
+        batch,
+        block: torch.Tensor,
+        positions: torch.Tensor,
+        out_cache_loc: torch.Tensor,
+        **options,
+    ):
+        """The drafter's non-causal pass over every request's block (``options``: the block
+        input's, e.g. ``logit_columns``); kept in ``passes``.  Returns its logits output."""
+        passes.draft_batch = self._block_forward_batch(
+            batch,
+            self.draft_runner,
+            block,
+            positions,
+            out_cache_loc,
+            CaptureHiddenMode.NULL,
+            self.block_size,
+            **options,
+        )
+        drafted = self.draft_runner.forward(passes.draft_batch)
+        passes.draft_graph = bool(drafted.can_run_graph)
+        return drafted.logits_output
+
+    def _decode_tree(self, batch, on_publish, out_cache_loc: torch.Tensor) -> GenerationBatchResult:
+        """One greedy step that verifies the verify tree (:mod:`.tree_verify`) instead of the chain."""
+        tree, block_size, bs = self.verify_tree, self.block_size, batch.batch_size()
+        width, seq_lens, passes = tree.num_nodes, batch.seq_lens, BlockPasses()
+        started = time.perf_counter()
+        deferred = self.deferred_logits
+        few_rows = step_uses_few_row_linears(self.small_batch_linears, width)
+        # Drafts from a hot vocabulary need only its logits (their ranks, mapped back).
+        hot_ids = getattr(self.draft_model, "hot_token_ids", None)
+        hot_ids = hot_ids if self.draft_columns_only else None
+        with small_batch_linears(few_rows):
+            with self.profiler.phase("draft_ms"):
+                block = spec.build_block(
+                    batch.spec_info.bonus_tokens.to(torch.long), block_size, self.mask_token_id
+                )
+                positions = spec.block_positions(seq_lens, block_size).reshape(-1)
+                draft_logits = self._draft_pass(
+                    passes,
+                    batch,
+                    block,
+                    positions,
+                    out_cache_loc,
+                    logit_columns=(1, tree.max_depth + 1) if self.draft_columns_only else None,
+                    hot_logits=hot_ids is not None,
+                ).next_token_logits
+                draft_logits = draft_logits.view(bs, -1, draft_logits.shape[-1])
+                if draft_logits.shape[1] == block_size:  # every column came back
+                    draft_logits = draft_logits[:, 1:]
+                drafts = tree.draft_tokens(draft_logits)
+                if hot_ids is not None:
+                    drafts = hot_ids[drafts]  # columns of the hot vocabulary -> token ids
+                nodes = torch.cat([block[:, :1], drafts.to(block.dtype)], dim=1)
+            slots = verify_slots(out_cache_loc, bs, width).view(bs, width)
+            node_positions = tree.node_positions(seq_lens)
+            split = self.tree_split if can_split_batch(batch) else width
+
+            def tree_pass(requests: torch.Tensor, start: int, stop: int):
+                """The target over nodes ``start .. stop - 1`` of ``requests``: (captured aux hidden
+                [n * (stop - start), K*H], ``argmax(rows)`` after those rows)."""
+                forward_batch = self._block_forward_batch(
+                    batch if start == 0 else request_subset(batch, requests, start),
+                    self.target_worker.model_runner,
+                    nodes[requests, start:stop],
+                    node_positions[requests, start:stop].reshape(-1),
+                    slots[requests, start:stop].reshape(-1),
+                    CaptureHiddenMode.FULL,
+                    stop - start,
+                    tree_mask=self.tree_mask[start:stop, :stop],
+                )
+                with deferred.capture() if deferred is not None else contextlib.nullcontext():
+                    result = self.target_worker.forward_batch_generation(
+                        batch=None, forward_batch=forward_batch, is_verify=True
+                    )
+                if start == 0:
+                    passes.verify_batch, passes.verify_result = forward_batch, result
+                aux, result.logits_output.hidden_states = result.logits_output.hidden_states, None
+                if deferred is not None:  # the lm_head only after the nodes the walk reaches
+                    final, logits = deferred.kept()
+                    return aux, lambda rows: logits(final[rows]).argmax(-1)
+                full = result.logits_output.next_token_logits
+                return aux, lambda rows: full[rows].argmax(-1)
+
+            with self.profiler.phase("verify_ms"):
+                self.profiler.count("tree_steps", 1)
+                everyone = torch.arange(bs, device=nodes.device)
+                began = time.perf_counter()
+                first_aux, first_argmax = tree_pass(everyone, 0, split)
+                self.tree_gate.observe_pass(False, bs * split, (time.perf_counter() - began) * 1e3)
+                node_hidden = first_aux.new_zeros(bs, width, first_aux.shape[-1])
+                node_hidden[:, :split] = first_aux.view(bs, split, -1)
+                logits_output = passes.verify_result.logits_output
+
+            def second_pass(reach: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+                """The nodes past the first pass, for the requests whose walk reaches them (timed
+                within accept_inject_ms, where the walk asks for them)."""
+                began = time.perf_counter()
+                aux, argmax = tree_pass(reach, split, width)
+                later = width - split
+                self.tree_gate.observe_pass(True, len(reach) * later, (time.perf_counter() - began) * 1e3)
+                node_hidden[reach, split:] = aux.view(len(reach), later, -1)
+                self.profiler.count("second_pass_requests", len(reach))
+                return argmax
+
+            cheap_rows = small_batch_linear.CHEAP_ROWS if few_rows else 1
+            argmax_at = NodeArgmax(tree, bs, split, first_argmax, second_pass, cheap_rows, nodes.device)
+            onward: dict[str, torch.Tensor | bool] = {}
+
+            def may_enter(requests: torch.Tensor, children: torch.Tensor) -> torch.Tensor:
+                """Every request walks into its first-pass nodes; into later ones only if the second
+                pass pays for the requests going on (decided once, when the walk first reaches them)."""
+                late = children >= split
+                if late.any() and not onward:
+                    reach = requests[late]
+                    onward.update(run=self.tree_gate.pays(len(reach), width - split), reach=reach)
+                    if onward["run"]:
+                        argmax_at.run_second_pass(reach)
+                    else:
+                        self.profiler.count("cut_requests", len(reach))
+                return ~late | bool(onward.get("run", True))
+
+            with self.profiler.phase("accept_inject_ms"):
+                on_path, num_correct_drafts, emitted = tree.greedy_walk(nodes, argmax_at, may_enter)
+                accept_lens = (num_correct_drafts + 1).to(torch.int32)
+                if onward.get("run"):  # what the second pass added past the first pass's depth
+                    added = int((accept_lens[onward["reach"]] - self.tree_split_depth - 1).sum())
+                    self.tree_gate.observe_gain(len(onward["reach"]), width - split, added)
+                new_seq_lens = seq_lens + accept_lens
+                order = path_order(on_path)
+                placed = commit_path_slots(
+                    self.req_to_token_pool.req_to_token,
+                    batch.req_pool_indices,
+                    seq_lens,
+                    slots.view(bs, -1),
+                    order,
+                )
+                if on_publish is not None:
+                    on_publish(new_seq_lens)
+                committed = torch.arange(width, device=order.device)[None, :] < accept_lens[:, None]
+                rows = (torch.arange(bs, device=order.device)[:, None] * width + order)[committed]
+                committed_positions = (seq_lens[:, None] + torch.arange(width, device=order.device))[
+                    committed
+                ]
+                self.injector(node_hidden.view(bs * width, -1)[rows], committed_positions, placed[committed])
+        # The host slices each request's tokens by the verify width: the bonus token repeats.
+        emitted = torch.cat([emitted, emitted[:, -1:].expand(-1, width - emitted.shape[1])], dim=1)
+        bonus_tokens = emitted.gather(1, num_correct_drafts[:, None].to(torch.long))[:, 0]
+        result = GenerationBatchResult(
+            logits_output=logits_output,
+            next_token_ids=emitted.reshape(-1).to(torch.int32),
+            accept_lens=accept_lens,
+            speculative_num_draft_tokens=width,
+            cap_lens=None if width == block_size else torch.full_like(accept_lens, width),
+            new_seq_lens=new_seq_lens,
+            next_draft_input=DFlashDraftInput(bonus_tokens, block_size),
+            can_run_cuda_graph=passes.verify_result.can_run_cuda_graph,
+            extra_keep_alive_refs=[passes.draft_batch, passes.verify_batch, out_cache_loc],
+        )
+        self.tree_gate.observe_step(int(accept_lens.sum()), (time.perf_counter() - started) * 1e3)
+        self.profiler.end_step(width, (passes.draft_graph, bool(passes.verify_result.can_run_cuda_graph)))
+        return result
 
     def _decode(self, batch, on_publish) -> GenerationBatchResult:
         self.profiler.begin_step()
@@ -930,6 +1124,10 @@ class DFlashWorker(BaseSpecWorker):
         )
         sampling = batch_sampling(sampling_info, bs, self.server_args.sampling_backend)
         penalties = step_penalties(batch.reqs, sampling_info.vocab_size, self.device)
+        if self.verify_tree is not None and tree_step_applies(
+            batch, sampling.all_greedy, penalties is not None, grammar is not None
+        ):
+            return self._decode_tree(batch, on_publish, out_cache_loc)
         # Greedy acceptance reads one logits row per committed token; anything that changes or
         # reports the logits (penalties, grammar, logit_bias, logprobs, sampling) needs them all.
         deferred = self.deferred_logits
@@ -958,23 +1156,18 @@ class DFlashWorker(BaseSpecWorker):
         def draft(block: torch.Tensor, positions: torch.Tensor) -> torch.Tensor | HotVocabLogits:
             nonlocal later_hidden
             logit_columns = (1, later_from if draft_later else width) if self.draft_columns_only else None
-            passes.draft_batch = self._block_forward_batch(
+            output = self._draft_pass(
+                passes,
                 batch,
-                self.draft_runner,
                 block,
                 positions,
                 out_cache_loc,
-                CaptureHiddenMode.NULL,
-                block_size,
                 # Drafts chosen under a grammar may need tokens outside a hot vocabulary.
                 full_vocab=grammar is not None and grammar.mask_drafts,
                 logit_columns=logit_columns,
                 hot_logits=hot_drafts,
                 later_columns=(later_from, width) if draft_later else None,
             )
-            drafted = self.draft_runner.forward(passes.draft_batch)
-            passes.draft_graph = bool(drafted.can_run_graph)
-            output = drafted.logits_output
             if draft_later:
                 later_hidden, output.hidden_states = output.hidden_states, None
             return (

@@ -21,7 +21,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -31,6 +31,7 @@ from tqdm import tqdm
 from ..draft_model import DFlashDraftModel
 from ..reference import SpecResult, spec_generate
 from ..speculative import SamplingParams
+from ..tree import DraftTree
 from .curve import open_text
 from .data import generate_batch
 from .objective import IGNORE, block_hidden, build_blocks
@@ -82,13 +83,15 @@ def measure_tau(
     settings: dict | None = None,
     max_minutes: float | None = None,
     responses: Sequence[Sequence[int]] | None = None,
+    tree: DraftTree | None = None,
 ) -> dict:
     """tau over ``prompts``; batches already in ``partial_path`` (same ``settings``) are not rerun.
 
     With ``max_minutes`` no new batch starts after that many minutes; the result then covers the
     finished batches only (``complete`` is false) and a rerun continues.  With ``responses`` (the
     target's greedy response to every prompt, :func:`greedy_responses`) each batch is replayed
-    teacher-forced (:func:`replay_spec`) instead of decoded; greedy ``params`` only.
+    teacher-forced (:func:`replay_spec`) instead of decoded; greedy ``params`` only.  ``tree``
+    verifies a token tree instead of the chain (:mod:`sglang_dflash.tree`), decoded or replayed.
     """
     if responses is not None and len(responses) != len(prompts):
         raise ValueError(
@@ -109,7 +112,7 @@ def measure_tau(
             break
         began = time.time()
         if responses is None:
-            result = spec_generate(target, drafter, prompts[start : start + batch_size], params)
+            result = spec_generate(target, drafter, prompts[start : start + batch_size], params, tree=tree)
         else:
             result = replay_spec(
                 target,
@@ -117,6 +120,7 @@ def measure_tau(
                 prompts[start : start + batch_size],
                 responses[start : start + batch_size],
                 params,
+                tree,
             )
         entry = {
             "settings": settings,
@@ -206,15 +210,93 @@ def replay_walk(hits: Sequence[int]) -> list[int]:
 
 @torch.no_grad()
 def block_hits(
-    target: nn.Module, drafter: DFlashDraftModel, prompt: Sequence[int], response: Sequence[int]
+    target: nn.Module,
+    drafter: DFlashDraftModel,
+    prompt: Sequence[int],
+    response: Sequence[int],
+    tree: DraftTree | None = None,
 ) -> torch.Tensor:
     """Correct drafts in a row [len(response) - 1] of the block anchored at every response token.
 
     Teacher-forced: the target's features come from one pass over ``prompt + response``; block
     ``a`` holds response token ``a`` and mask tokens and sees the features of the tokens before
     it, as at inference.  Position ``k``'s logits are computed only for blocks whose first
-    ``k - 1`` drafts were right (the lm_head is most of the cost).
+    ``k - 1`` drafts were right (the lm_head is most of the cost).  With a ``tree``
+    (:mod:`sglang_dflash.tree`), a draft is right when some child of the node reached so far drafts
+    the response's token (the node's rank among the position's logits, taken as the decoder does).
     """
+    lm_head, size = target.get_output_embeddings(), drafter.block_size
+    children = (tree or DraftTree.chain(size - 1)).children_table(lm_head.weight.device)
+    hits = []
+    for hidden, labels in _block_passes(target, drafter, prompt, response):
+        run = torch.zeros(labels.shape[0], dtype=torch.long, device=labels.device)
+        node = torch.zeros_like(run)  # the tree node each block has reached (0: the root)
+        alive = torch.ones_like(run, dtype=torch.bool)
+        for k, rows, logits in _alive_logits(hidden, labels, lm_head, alive):
+            if tree is None:  # the chain: the argmax, as the decoder drafts it
+                right = logits.argmax(-1) == labels[rows, k]
+            else:
+                top = logits.topk(children.shape[1], dim=-1).indices
+                candidates = children[node[rows]]  # [rows, ranks]: child node per rank, -1 if none
+                match = (top == labels[rows, k][:, None]) & (candidates >= 0)
+                right = match.any(1)
+                node[rows] = candidates.gather(1, match.int().argmax(1, keepdim=True))[:, 0]
+            run[rows] += right.long()
+            alive[rows] = right
+        hits.append(run)
+    return torch.cat(hits).cpu() if hits else torch.zeros(0, dtype=torch.long)
+
+
+@torch.no_grad()
+def block_ranks(
+    target: nn.Module,
+    drafter: DFlashDraftModel,
+    prompt: Sequence[int],
+    response: Sequence[int],
+    max_rank: int,
+) -> torch.Tensor:
+    """[len(response) - 1, block_size - 1]: per anchor (as :func:`block_hits`), the drafter's rank of
+    the response's token at block positions 1, 2, ...: 0 for its argmax, ``max_rank`` for any rank
+    from ``max_rank`` on (the positions after it are not scored), -1 past the response's end or
+    after a ``max_rank``.  :func:`~sglang_dflash.tree.fit_tree` fits a verify tree to such rows."""
+    lm_head, size = target.get_output_embeddings(), drafter.block_size
+    out = []
+    for hidden, labels in _block_passes(target, drafter, prompt, response):
+        ranks = torch.full((labels.shape[0], size - 1), -1, dtype=torch.long, device=labels.device)
+        alive = torch.ones(labels.shape[0], dtype=torch.bool, device=labels.device)
+        for k, rows, logits in _alive_logits(hidden, labels, lm_head, alive):
+            top = logits.topk(max_rank, dim=-1).indices
+            match = top == labels[rows, k][:, None]
+            rank = torch.where(match.any(1), match.int().argmax(1), max_rank)
+            ranks[rows, k - 1] = rank
+            alive[rows] = rank < max_rank
+        out.append(ranks)
+    return torch.cat(out).cpu() if out else torch.zeros(0, size - 1, dtype=torch.long)
+
+
+def _alive_logits(
+    hidden: torch.Tensor, labels: torch.Tensor, lm_head: nn.Module, alive: torch.Tensor
+) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
+    """Per block position ``k`` = 1, 2, ...: the blocks still ``alive`` whose label there lies inside
+    the response, and the lm_head's logits at ``k`` for them (the lm_head is most of the cost, so
+    only those); the caller updates ``alive`` in place before the next position."""
+    for k in range(1, labels.shape[1]):
+        alive &= labels[:, k] != IGNORE
+        rows = alive.nonzero().flatten()
+        if rows.numel() == 0:
+            return
+        yield k, rows, lm_head(hidden[rows, k].to(lm_head.weight.dtype))
+
+
+def _block_passes(
+    target: nn.Module, drafter: DFlashDraftModel, prompt: Sequence[int], response: Sequence[int]
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """The drafter's hidden states [A, block_size, H] and labels [A, block_size] of the blocks
+    anchored at every response token but the last, :data:`REPLAY_ANCHORS_PER_PASS` at a time.
+
+    Teacher-forced: the target's features come from one pass over ``prompt + response``; block
+    ``a`` holds response token ``a`` and mask tokens and sees the features of the tokens before
+    it, as at inference."""
     device = target.get_input_embeddings().weight.device
     ids = torch.tensor([list(prompt) + list(response)])  # blocks are built on the CPU
     length, start = ids.shape[1], len(prompt)
@@ -222,27 +304,12 @@ def block_hits(
     features = target_features(target, drafter.config.target_layer_ids, ids.to(device), valid)
     loss_mask = torch.zeros_like(ids)
     loss_mask[0, start:] = 1
-    embed, lm_head, size = target.get_input_embeddings(), target.get_output_embeddings(), drafter.block_size
-    hits = []
+    embed, size = target.get_input_embeddings(), drafter.block_size
     for first in range(start, length - 1, REPLAY_ANCHORS_PER_PASS):
         anchors = torch.arange(first, min(first + REPLAY_ANCHORS_PER_PASS, length - 1))[None]
         blocks = build_blocks(ids, loss_mask, anchors, size, drafter.mask_token_id).to(device)
         hidden = block_hidden(drafter, embed, features, valid, blocks)
-        hidden = hidden.view(-1, size, hidden.shape[-1])
-        labels = blocks.labels.view(-1, size)
-        run = torch.zeros(labels.shape[0], dtype=torch.long, device=device)
-        alive = torch.ones_like(run, dtype=torch.bool)
-        for k in range(1, size):
-            alive &= labels[:, k] != IGNORE
-            rows = alive.nonzero().flatten()
-            if rows.numel() == 0:
-                break
-            logits = lm_head(hidden[rows, k].to(lm_head.weight.dtype))
-            right = logits.argmax(-1) == labels[rows, k]
-            run[rows] += right.long()
-            alive[rows] = right
-        hits.append(run)
-    return torch.cat(hits).cpu() if hits else torch.zeros(0, dtype=torch.long)
+        yield hidden.view(-1, size, hidden.shape[-1]), blocks.labels.view(-1, size)
 
 
 @dataclass
@@ -261,18 +328,20 @@ def replay_spec(
     prompts: Sequence[Sequence[int]],
     responses: Sequence[Sequence[int]],
     params: SamplingParams,
+    tree: DraftTree | None = None,
 ) -> ReplayResult:
     """What greedy :func:`~sglang_dflash.reference.spec_generate` returns, replayed teacher-forced.
 
     ``responses`` must be the target's greedy responses to ``prompts`` under ``params`` (stop
-    tokens included); the result's ``accept_lens`` are those of the reference's verify steps.
+    tokens included); the result's ``accept_lens`` are those of the reference's verify steps
+    (with ``tree``: of ``spec_generate(..., tree=tree)``).
     """
     if params.temperature > 0:
         raise ValueError(
             f"replay_spec: temperature is {params.temperature}; expected 0 (greedy output is fixed)"
         )
     kept = [list(r)[: params.max_new_tokens] for r in responses]
-    hits = [block_hits(target, drafter, p, r).tolist() for p, r in zip(prompts, kept, strict=True)]
+    hits = [block_hits(target, drafter, p, r, tree).tolist() for p, r in zip(prompts, kept, strict=True)]
     return ReplayResult(
         token_ids=kept,
         accept_lens=[replay_walk(h) for h in hits],

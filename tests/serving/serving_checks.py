@@ -137,6 +137,20 @@ def check_a_late_request_at_a_full_batch_starts_at_once(server: CpuServer, promp
     )
 
 
+def check_sampled_and_greedy_share_a_batch(server: CpuServer, prompts, reference) -> None:
+    """Two greedy and two sampled requests at once: every one finishes, the greedy ones as plain
+    decoding does (two prompts of each set: a sampled row makes the whole batch take the
+    full-logits path, slow on CPU)."""
+    chosen = range(2, 6)
+    sampled = {"temperature": 0.8, "top_p": 0.9, "max_new_tokens": 48}
+    params = [GREEDY if i % 2 == 0 else sampled for i in chosen]
+    results = server.generate_many([prompts[i] for i in chosen], params, concurrency=len(params))
+    for i, result in zip(chosen, results):
+        assert result["meta_info"]["finish_reason"]["type"] in ("length", "stop") and result["output_ids"]
+        if i % 2 == 0:
+            assert result["output_ids"] == reference["greedy"][i]
+
+
 def check_aborts_leave_the_kv_pools_balanced(server: CpuServer, prompts) -> None:
     """Client disconnects and ``/abort_request`` mid-generation; then the idle server holds the KV
     slots it held before, its strict leak check stayed silent, and it still answers."""

@@ -8,6 +8,7 @@ from serving_checks import (
     check_aborts_leave_the_kv_pools_balanced,
     check_greedy_equals_plain,
     check_max_new_tokens_inside_a_block,
+    check_sampled_and_greedy_share_a_batch,
     check_shutdown_is_clean,
     dflash_server,
     profile_counts,
@@ -70,15 +71,7 @@ def test_stop_strings_end_output_where_plain_decoding_does(server, prompts, refe
 
 
 def test_sampled_and_greedy_requests_share_a_batch(server, prompts, reference):
-    # Two prompts of each set (a sampled row makes the whole batch take the full-logits path: slow on CPU).
-    chosen = range(2, 6)
-    sampled = {"temperature": 0.8, "top_p": 0.9, "max_new_tokens": 48}
-    params = [GREEDY if i % 2 == 0 else sampled for i in chosen]
-    results = server.generate_many([prompts[i] for i in chosen], params, concurrency=len(params))
-    for i, result in zip(chosen, results):
-        assert result["meta_info"]["finish_reason"]["type"] in ("length", "stop") and result["output_ids"]
-        if i % 2 == 0:
-            assert result["output_ids"] == reference["greedy"][i]
+    check_sampled_and_greedy_share_a_batch(server, prompts, reference)
 
 
 def test_aborts_leave_the_kv_pools_balanced(server, prompts):

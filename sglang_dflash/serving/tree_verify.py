@@ -1,0 +1,200 @@
+"""Serving a verify tree (:mod:`sglang_dflash.tree`): when a step may use it, and its KV bookkeeping.
+
+A tree step drafts the block as usual, verifies the tree's ``n <= block_size`` nodes in one target
+pass (positions ``seq_len + depth``, each node reading the prefix and its ancestors: the CPU block
+attention's tree mask), walks it greedily and commits the walked path.  The nodes' K/V were written
+to the request's first ``n`` block slots in node order; the walked path's nodes are not the first
+columns, so :func:`commit_path_slots` permutes those reserved slots in ``req_to_token`` to put the
+path's slots at positions ``seq_len .. seq_len + accepted``: no K/V is copied, and the request holds
+the same slots as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+
+import torch
+
+from ..tree import TREE_FILE, DraftTree, load_tree
+
+logger = logging.getLogger(__name__)
+
+# "off" (default): the chain; "auto": the drafter folder's verify-tree.json when it has one; or a
+# tree file's path.
+VERIFY_TREE_ENV = "SGLANG_DFLASH_VERIFY_TREE"
+TREE_FIRST_DEPTH_ENV = "SGLANG_DFLASH_TREE_FIRST_DEPTH"
+DEFAULT_TREE_FIRST_DEPTH = 2
+
+
+def verify_tree_setting(server_args, block_size: int, device: torch.device | str) -> DraftTree | None:
+    """The tree ``SGLANG_DFLASH_VERIFY_TREE`` names, checked against this server, or None."""
+    value = os.environ.get(VERIFY_TREE_ENV, "off").strip()
+    if value in ("", "off"):
+        return None
+    path = value
+    if value == "auto":
+        path = os.path.join(server_args.speculative_draft_model_path, TREE_FILE)
+        if not os.path.exists(path):
+            return None
+    elif not os.path.isfile(path):
+        raise ValueError(
+            f"sglang-dflash: {VERIFY_TREE_ENV} is {value!r}; expected 'off', 'auto' or a tree JSON file "
+            "(sglang-dflash fit-tree makes one)"
+        )
+    tree = load_tree(path)
+    tree.check_block(block_size)
+    problems = []
+    if tree.num_nodes > block_size:
+        problems.append(f"{tree.num_nodes} nodes; expected <= the block size {block_size} (its KV slots)")
+    if torch.device(device).type != "cpu" or server_args.attention_backend != "torch_native":
+        problems.append(
+            f"attention backend {server_args.attention_backend} on {device}; a tree verifies on CPU "
+            "with torch_native only"
+        )
+    if getattr(server_args, "tp_size", 1) != 1:
+        problems.append(f"tp size {server_args.tp_size}; expected 1")
+    if problems:
+        raise ValueError(f"sglang-dflash: verify tree {path}: " + "; ".join(problems))
+    logger.info("sglang-dflash verify tree %s: %d nodes, depth %d", path, tree.num_nodes, tree.max_depth)
+    return tree
+
+
+def tree_first_pass_nodes(tree: DraftTree | None) -> int:
+    """``SGLANG_DFLASH_TREE_FIRST_DEPTH`` (default 2): the verify's first pass scores the nodes down
+    to that depth for every request, a second pass the deeper ones only for the requests whose walk
+    reaches them; "0" verifies every node in one pass.  Returns the first pass's nodes."""
+    value = os.environ.get(TREE_FIRST_DEPTH_ENV, str(DEFAULT_TREE_FIRST_DEPTH)).strip()
+    if not value.isdigit():
+        raise ValueError(f"sglang-dflash: {TREE_FIRST_DEPTH_ENV} is {value!r}; expected a whole number >= 0")
+    if tree is None:
+        return 0
+    split = tree.nodes_to_depth(int(value)) if int(value) > 0 else None
+    return tree.num_nodes if split is None else split
+
+
+def tree_step_applies(batch, sampling_all_greedy: bool, has_penalties: bool, has_grammar: bool) -> bool:
+    """Whether a step verifies the tree: greedy rows whose logits nothing changes or reports
+    (penalties, grammar, logit_bias, logprobs, hidden states); any other batch verifies the chain."""
+    if not sampling_all_greedy or has_penalties or has_grammar:
+        return False
+    if batch.sampling_info.logit_bias is not None or batch.return_logprob or batch.return_hidden_states:
+        return False
+    return True
+
+
+def path_order(on_path: torch.Tensor) -> torch.Tensor:
+    """[bs, n] node indices with each request's walked path first (in depth order), then the rest."""
+    width = on_path.shape[1]
+    columns = torch.arange(width, device=on_path.device)
+    return torch.where(on_path, columns, columns + width).argsort(dim=1)
+
+
+def commit_path_slots(
+    req_to_token: torch.Tensor,
+    req_pool_indices: torch.Tensor,
+    seq_lens: torch.Tensor,
+    slots: torch.Tensor,
+    order: torch.Tensor,
+) -> torch.Tensor:
+    """Point positions ``seq_len .. seq_len + n - 1`` of every request at its node slots ``slots``
+    [bs, n] in ``order`` (:func:`path_order`); returns those slots [bs, n] in position order."""
+    placed = slots.gather(1, order)
+    columns = torch.arange(order.shape[1], device=seq_lens.device)
+    rows = req_pool_indices.to(torch.long)[:, None]
+    req_to_token[rows, seq_lens.to(torch.long)[:, None] + columns[None, :]] = placed.to(req_to_token.dtype)
+    return placed
+
+
+class NodeArgmax:
+    """The target's argmax after tree nodes, for :meth:`DraftTree.greedy_walk`, computed a few rows
+    at a time and kept.
+
+    Each lm_head call reads the whole lm_head (on CPU most of its cost for a few rows), so a call
+    for a node the walk reached also computes the next nodes of its subtree in node order (its
+    children first, by rank: the likeliest next reads), up to ``cheap_rows`` rows over the requests
+    asking.  Nodes ``split ..`` come from a second target pass, run once by ``second_pass(requests)``
+    for the requests whose walk reaches them (all at one depth); ``first_pass(rows)`` and the
+    second pass's ``argmax(rows)`` take row ``request * nodes_in_pass + node_in_pass``.
+    """
+
+    def __init__(
+        self,
+        tree: DraftTree,
+        bs: int,
+        split: int,
+        first_pass: Callable[[torch.Tensor], torch.Tensor],
+        second_pass: Callable[[torch.Tensor], Callable[[torch.Tensor], torch.Tensor]],
+        cheap_rows: int,
+        device: torch.device | str,
+    ) -> None:
+        self.width, self.split, self.cheap_rows = tree.num_nodes, split, cheap_rows
+        self.first_pass, self.second_pass = first_pass, second_pass
+        self.known = torch.zeros(bs, self.width, dtype=torch.bool)
+        self.tokens = torch.zeros(bs, self.width, dtype=torch.long, device=device)
+        self.second_rows: torch.Tensor | None = None  # request -> its row in the second pass, or -1
+        self.second_argmax: Callable[[torch.Tensor], torch.Tensor] | None = None
+        self.subtree = _subtrees_by_pass(tree, split)
+        self.rows_computed = 0
+
+    def __call__(self, requests: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
+        missing = ~self.known[requests.cpu(), nodes.cpu()]
+        if missing.any():
+            self._compute(requests[missing.to(requests.device)], nodes[missing.to(nodes.device)])
+        return self.tokens[requests, nodes]
+
+    def run_second_pass(self, reach: torch.Tensor) -> None:
+        """Score the nodes past the first pass for ``reach`` (requests), once."""
+        if self.second_argmax is not None:
+            raise RuntimeError("a tree verify's second pass runs once a step")
+        self.second_argmax = self.second_pass(reach)
+        self.second_rows = torch.full((self.known.shape[0],), -1, dtype=torch.long)
+        self.second_rows[reach.cpu()] = torch.arange(len(reach))
+
+    def _compute(self, requests: torch.Tensor, nodes: torch.Tensor) -> None:
+        late = nodes >= self.split
+        if late.any() and self.second_argmax is None:
+            self.run_second_pass(requests[late])
+        budget = max(1, self.cheap_rows // len(requests))
+        chosen: list[tuple[int, int]] = []
+        for request, node in zip(requests.tolist(), nodes.tolist()):
+            unknown = [m for m in self.subtree[node] if not self.known[request, m]]
+            chosen.extend((request, m) for m in unknown[:budget])
+        first = [(r, m) for r, m in chosen if m < self.split]
+        second = [(r, m) for r, m in chosen if m >= self.split]
+        if first:
+            self._fill(first, self.first_pass, lambda r, m: r * self.split + m)
+        if second:
+            if self.second_rows is None or any(int(self.second_rows[r]) < 0 for r, _ in second):
+                raise RuntimeError("a tree walk reached later nodes after their pass had run")
+            later = self.width - self.split
+            self._fill(
+                second, self.second_argmax, lambda r, m: int(self.second_rows[r]) * later + m - self.split
+            )
+
+    def _fill(self, pairs: list[tuple[int, int]], argmax, row_of: Callable[[int, int], int]) -> None:
+        device = self.tokens.device
+        rows = torch.tensor([row_of(r, m) for r, m in pairs], dtype=torch.long, device=device)
+        found = argmax(rows)
+        requests = torch.tensor([r for r, _ in pairs], dtype=torch.long)
+        columns = torch.tensor([m for _, m in pairs], dtype=torch.long)
+        self.tokens[requests.to(device), columns.to(device)] = found.to(torch.long)
+        self.known[requests, columns] = True
+        self.rows_computed += len(pairs)
+
+
+def _subtrees_by_pass(tree: DraftTree, split: int) -> list[list[int]]:
+    """Per node, itself and its descendants in node order, within the node's own pass."""
+    children: list[list[int]] = [[] for _ in range(tree.num_nodes)]
+    for child, parent in enumerate(tree.parents, start=1):
+        children[parent].append(child)
+    out = []
+    for node in range(tree.num_nodes):
+        late = node >= split
+        order, frontier = [node], [node]
+        while frontier:
+            frontier = [c for n in frontier for c in children[n] if (c >= split) == late]
+            order.extend(frontier)
+        out.append(order)
+    return out

@@ -1,0 +1,277 @@
+"""Token-tree verification for DFlash drafts (greedy): more accepted tokens for the same verify width.
+
+The drafter scores every block position in one pass; the chain verifies only each position's top
+draft, so a step ends at the first position whose top draft is wrong, however close its second was.
+A :class:`DraftTree` spends the same verify width on the branches that are right most often
+instead: node ``i`` (``1 .. N``) drafts the ``ranks[i]``-th most likely token of block position
+``depths[i]`` under its parent node, and the target scores all ``N + 1`` nodes (node 0 is the
+block's bonus token) in one pass, each node attending to the prefix, its ancestors and itself::
+
+    chain of 4 (ranks 0,0,0,0)        a tree of 4
+    0 -> 1 -> 2 -> 3 -> 4             0 -> 1 (rank 0) -> 3 (rank 0) -> 4 (rank 0)
+                                        \\-> 2 (rank 1)
+
+Greedy acceptance walks from the root: at each node the child drafting the target's argmax is
+taken (siblings draft distinct tokens, so at most one is), and the step commits the walked path
+plus the target's argmax after its last node: the target's own greedy tokens, so verification stays
+lossless.  The drafts under a branch are the same position's marginal ranks, which a DFlash drafter
+predicts for every position at once (it never conditions on its own drafts).
+
+A tree is fitted from the drafter's ranks of the target's tokens on a selection set
+(:func:`fit_tree`): the ``N`` most frequent rank prefixes, which maximise the expected accepted
+length over that set.  A chain of ``block_size - 1`` nodes is the plain DFlash step.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+TREE_FILE = "verify-tree.json"
+
+
+@dataclass(frozen=True)
+class DraftTree:
+    """Nodes ``1 .. N`` as (parent, rank) pairs in an order where every parent precedes its children."""
+
+    parents: tuple[int, ...]
+    ranks: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.parents) != len(self.ranks) or not self.parents:
+            raise ValueError(
+                f"DraftTree: {len(self.parents)} parents and {len(self.ranks)} ranks; "
+                "expected the same number, at least one"
+            )
+        seen: set[tuple[int, int]] = set()
+        for node, (parent, rank) in enumerate(zip(self.parents, self.ranks, strict=True), start=1):
+            if not 0 <= parent < node or rank < 0 or (parent, rank) in seen:
+                raise ValueError(
+                    f"DraftTree: node {node} has parent {parent} and rank {rank}; expected a parent "
+                    f"0 .. {node - 1}, a rank >= 0 and no sibling of the same rank"
+                )
+            seen.add((parent, rank))
+
+    @classmethod
+    def chain(cls, num_drafts: int) -> DraftTree:
+        """The plain DFlash step: each position's top draft after the one before."""
+        return cls(tuple(range(num_drafts)), (0,) * num_drafts)
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[Sequence[int]]) -> DraftTree:
+        """The tree whose nodes are the given rank paths (prefix-closed; ordered by depth, then as given)."""
+        unique = {tuple(p): None for p in paths}
+        missing = [p for p in unique if len(p) > 1 and p[:-1] not in unique]
+        if missing or () in unique:
+            raise ValueError(
+                f"DraftTree.from_paths: paths {missing[:3] or [()]} have no parent path; "
+                "expected non-empty, prefix-closed rank paths"
+            )
+        ordered = sorted(unique, key=len)
+        index = {p: i for i, p in enumerate(ordered, start=1)}
+        return cls(tuple(index.get(p[:-1], 0) for p in ordered), tuple(p[-1] for p in ordered))
+
+    @property
+    def num_nodes(self) -> int:
+        """Nodes including the root: the verify width."""
+        return len(self.parents) + 1
+
+    @property
+    def depths(self) -> list[int]:
+        """Block position of every node (0 for the root)."""
+        depths = [0]
+        for parent in self.parents:
+            depths.append(depths[parent] + 1)
+        return depths
+
+    @property
+    def max_depth(self) -> int:
+        return max(self.depths)
+
+    @property
+    def max_rank(self) -> int:
+        return max(self.ranks)
+
+    def nodes_to_depth(self, depth: int) -> int | None:
+        """How many nodes lie at depth <= ``depth`` when they are the tree's first ones (nodes
+        ordered by depth, as :meth:`from_paths` orders them), else None."""
+        depths = self.depths
+        if depths != sorted(depths):
+            return None
+        return sum(1 for d in depths if d <= depth)
+
+    def paths(self) -> list[tuple[int, ...]]:
+        """Every node's rank path from the root (the root's is empty)."""
+        out: list[tuple[int, ...]] = [()]
+        for parent, rank in zip(self.parents, self.ranks, strict=True):
+            out.append(out[parent] + (rank,))
+        return out
+
+    def is_chain(self) -> bool:
+        return self == DraftTree.chain(len(self.parents))
+
+    def ancestor_mask(self, device: torch.device | str = "cpu") -> torch.Tensor:
+        """[W, W] bool: node ``i`` may attend to node ``j`` (``j`` is ``i`` or one of its ancestors)."""
+        width = self.num_nodes
+        mask = torch.eye(width, dtype=torch.bool)
+        for node, parent in enumerate(self.parents, start=1):
+            mask[node] |= mask[parent]
+        return mask.to(device)
+
+    def to_json(self) -> dict:
+        return {"parents": list(self.parents), "ranks": list(self.ranks)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> DraftTree:
+        return cls(tuple(int(p) for p in data["parents"]), tuple(int(r) for r in data["ranks"]))
+
+    def check_block(self, block_size: int) -> None:
+        """Refuse a tree deeper than the drafter's block (its positions 1 .. block_size - 1)."""
+        if self.max_depth > block_size - 1:
+            raise ValueError(
+                f"verify tree: depth {self.max_depth}; expected <= {block_size - 1} "
+                f"(the drafter's block of {block_size} drafts positions 1 .. {block_size - 1})"
+            )
+
+    # ------------------------------------------------------------------ step
+    def node_positions(self, seq_lens: torch.Tensor) -> torch.Tensor:
+        """[bs, W] positions of the nodes: the block's start plus the node's depth."""
+        depths = torch.tensor(self.depths, device=seq_lens.device)
+        return seq_lens[:, None] + depths[None, :]
+
+    def draft_tokens(self, draft_logits: torch.Tensor) -> torch.Tensor:
+        """Node tokens [bs, N] from the drafter's logits [bs, >= max_depth, V] of block positions 1 ...
+
+        Node ``i`` takes the ``ranks[i]``-th largest logit of position ``depths[i]`` (ties by index,
+        as ``torch.topk``; rank 0 is the argmax the chain drafts)."""
+        top = draft_logits[:, : self.max_depth].topk(self.max_rank + 1, dim=-1).indices  # [bs, D, k]
+        depths = torch.tensor(self.depths[1:], device=top.device) - 1
+        ranks = torch.tensor(self.ranks, device=top.device)
+        return top[:, depths, ranks]
+
+    def children_table(self, device: torch.device | str = "cpu") -> torch.Tensor:
+        """[W, max_rank + 1]: the child of node ``n`` drafting rank ``r``, or -1."""
+        table = torch.full((self.num_nodes, self.max_rank + 1), -1, dtype=torch.long)
+        for child, (parent, rank) in enumerate(zip(self.parents, self.ranks, strict=True), start=1):
+            table[parent, rank] = child
+        return table.to(device)
+
+    def greedy_accept(
+        self, node_tokens: torch.Tensor, target_logits: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`greedy_walk` over the target's logits [bs, W, V] of every node."""
+        argmax = target_logits.argmax(-1)
+        return self.greedy_walk(node_tokens, lambda requests, nodes: argmax[requests, nodes])
+
+    def greedy_walk(
+        self,
+        node_tokens: torch.Tensor,
+        argmax_at: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        may_enter: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Walk the tree with the target's argmax, asking it only after the nodes walked.
+
+        ``node_tokens`` [bs, W] (root first); ``argmax_at(requests, nodes)`` -> the target's argmax
+        after those nodes (one per request).  Returns (``on_path`` [bs, W] bool: the root and the
+        accepted nodes, whose node indices grow with depth; ``num_correct_drafts`` [bs];
+        ``emitted`` [bs, max_depth + 1]: the accepted drafts, then the target's token after the
+        last of them, repeated to the end).  ``may_enter(requests, nodes)`` -> bool [n], if given,
+        may stop a request before a node whose draft is right (a staged verify that does not score
+        that node): the step then commits the path so far and the target's token after it (the
+        node's own draft), which is lossless too."""
+        bs, width = node_tokens.shape
+        device = node_tokens.device
+        children = self.children_table(device)
+        on_path = torch.zeros(bs, width, dtype=torch.bool, device=device)
+        on_path[:, 0] = True
+        emitted = torch.zeros(bs, self.max_depth + 1, dtype=node_tokens.dtype, device=device)
+        node = torch.zeros(bs, dtype=torch.long, device=device)
+        requests = torch.arange(bs, device=device)  # still accepting
+        for depth in range(self.max_depth + 1):
+            after = argmax_at(requests, node[requests]).to(node_tokens.dtype)
+            emitted[requests, depth:] = after[:, None]  # the bonus token until a child matches
+            if depth == self.max_depth:
+                break
+            candidates = children[node[requests]]  # [n, ranks]
+            drafted = node_tokens[requests[:, None], candidates.clamp(min=0)]
+            match = (candidates >= 0) & (drafted == after[:, None])
+            hit = match.any(1)
+            child = candidates.gather(1, match.int().argmax(1, keepdim=True))[:, 0]
+            if may_enter is not None and hit.any():
+                entering = hit.nonzero().flatten()
+                hit[entering] = may_enter(requests[entering], child[entering]).to(hit.device)
+            requests, child = requests[hit], child[hit]
+            if requests.numel() == 0:
+                break
+            node[requests] = child
+            on_path[requests, child] = True
+        return on_path, on_path.sum(1) - 1, emitted
+
+
+def accepted_depth(ranks: Sequence[int], children: dict[tuple[int, int], int]) -> int:
+    """How many drafts in a row a tree accepts, given the ranks of the target's tokens at block
+    positions 1, 2, ... (a negative rank: past the response's end) and the tree's ``children``
+    map ``(parent, rank) -> node``."""
+    node = depth = 0
+    for rank in ranks:
+        node = children.get((node, int(rank)), -1) if rank >= 0 else -1
+        if node < 0:
+            break
+        depth += 1
+    return depth
+
+
+def children_map(tree: DraftTree) -> dict[tuple[int, int], int]:
+    return {(p, r): n for n, (p, r) in enumerate(zip(tree.parents, tree.ranks, strict=True), start=1)}
+
+
+def fit_tree(rank_rows: Iterable[Sequence[int]], num_drafts: int, max_rank: int = 8) -> DraftTree:
+    """The tree of ``num_drafts`` nodes that accepts the most drafts over ``rank_rows``.
+
+    Each row holds, for one anchor of a selection set, the drafter's rank of the target's token at
+    block positions 1, 2, ... (negative past the response's end).  A rank path is accepted at an
+    anchor when the row starts with it, so the expected accepted length is the sum of the chosen
+    paths' frequencies: the most frequent paths win (ties: shorter first, then smaller ranks), and
+    a path is never more frequent than its prefix, so the chosen set stays a tree.
+    """
+    counts: Counter[tuple[int, ...]] = Counter()
+    for row in rank_rows:
+        path: tuple[int, ...] = ()
+        for rank in row:
+            if rank < 0 or rank >= max_rank:
+                break
+            path += (int(rank),)
+            counts[path] += 1
+    chosen: list[tuple[int, ...]] = []
+    kept: set[tuple[int, ...]] = set()
+    for path in sorted(counts, key=lambda p: (-counts[p], len(p), p)):
+        if len(chosen) == num_drafts:
+            break
+        if len(path) == 1 or path[:-1] in kept:
+            chosen.append(path)
+            kept.add(path)
+    if len(chosen) < num_drafts:  # too little data: fill with the chain's next positions
+        depth = max((len(p) for p in chosen if set(p) == {0}), default=0)
+        while len(chosen) < num_drafts:
+            depth += 1
+            chosen.append((0,) * depth)
+    return DraftTree.from_paths(chosen)
+
+
+def load_tree(path: str) -> DraftTree:
+    """A tree from its JSON file (``{"parents": [...], "ranks": [...]}``), with the file named on error."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return DraftTree.from_json(json.load(f))
+    except (OSError, KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"verify tree {path}: {e}; expected JSON with 'parents' and 'ranks' lists") from e
+
+
+def save_tree(tree: DraftTree, path: str, **extra) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({**tree.to_json(), **extra}, f, indent=1)
+        f.write("\n")

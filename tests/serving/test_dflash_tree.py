@@ -1,0 +1,112 @@
+"""Our DFLASH verifying a token tree (``SGLANG_DFLASH_VERIFY_TREE``: the shipped drafter's
+verify-tree.json, 16 nodes) through the real SGLang server on CPU, overlap scheduler on, against plain
+decoding (shared setup: conftest.py).  Greedy steps verify the tree (nodes to depth 2 for every
+request, the deeper ones for the requests whose walk reaches them; one pass in the last test);
+sampled batches the chain."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from cpu_server import SHIPPED_SMOLLM2_DRAFTER
+from serving_checks import (
+    GREEDY,
+    check_aborts_leave_the_kv_pools_balanced,
+    check_greedy_equals_plain,
+    check_max_new_tokens_inside_a_block,
+    check_sampled_and_greedy_share_a_batch,
+    check_shutdown_is_clean,
+    dflash_server,
+    profile_counts,
+    radix_prompts,
+)
+
+from sglang_dflash.tree import TREE_FILE, load_tree
+
+pytestmark = pytest.mark.slow
+NAME = "tree"
+TREE = os.path.join(SHIPPED_SMOLLM2_DRAFTER, TREE_FILE)
+
+
+@pytest.fixture(scope="module")
+def server(smollm2, drafter, reference, tmp_path_factory):
+    """Started after the plain reference server has stopped; the last test stops it.  Its CPU step
+    profile counts the requests whose walk reached the tree's second pass."""
+    profile = tmp_path_factory.mktemp("dflash-tree-profile") / "profile.json"
+    started = dflash_server(
+        smollm2,
+        drafter,
+        tmp_path_factory,
+        "dflash-tree",
+        "--log-level",
+        "info",
+        env={"SGLANG_DFLASH_VERIFY_TREE": TREE, "SGLANG_DFLASH_PROFILE": str(profile)},
+    )
+    started.profile = profile
+    yield started
+    started.shutdown()
+
+
+def test_the_shipped_tree_branches_and_fills_the_block():
+    tree = load_tree(TREE)
+    assert tree.num_nodes == 16 and len(set(tree.parents)) < len(tree.parents)
+
+
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter, concurrency):
+    before = profile_counts(server, "tree_steps", "second_pass_requests")
+    check_greedy_equals_plain(NAME, server, prompts, reference, concurrency, drafter)
+    after = profile_counts(server, "tree_steps", "second_pass_requests")
+    assert "verify tree" in server.log_tail(1_000_000)
+    assert after["tree_steps"] > before["tree_steps"]
+    if drafter[1] == "shipped":  # some walks pass depth 2: the deeper nodes ran for them
+        assert after["second_pass_requests"] > before["second_pass_requests"]
+
+
+def test_a_request_continuing_a_cached_output_continues_it_exactly(server, prompts):
+    """The tree step moves each accepted node's KV slot to its committed position; a second request
+    whose prompt is the first's prompt and output prefix reads those slots from the radix cache."""
+    first = server.generate(prompts[2], GREEDY)
+    head = first["output_ids"][:24]
+    second = server.generate(prompts[2] + head, {**GREEDY, "max_new_tokens": 24})
+    assert second["meta_info"]["cached_tokens"] >= len(prompts[2]) + 16
+    assert second["output_ids"] == first["output_ids"][24:48]
+
+
+def test_radix_cache_hit_keeps_greedy_output_exact(server, prompts, reference):
+    first, second = radix_prompts(prompts)
+    got = [server.generate(first, GREEDY), server.generate(second, GREEDY)]
+    assert [g["output_ids"] for g in got] == reference["radix"]
+
+
+def test_max_new_tokens_ending_inside_a_block(server, prompts, reference):
+    check_max_new_tokens_inside_a_block(server, prompts, reference)
+
+
+def test_sampled_and_greedy_requests_share_a_batch(server, prompts, reference):
+    check_sampled_and_greedy_share_a_batch(server, prompts, reference)
+
+
+def test_aborts_leave_the_kv_pools_balanced(server, prompts):
+    check_aborts_leave_the_kv_pools_balanced(server, prompts)
+
+
+def test_shutdown_is_clean(server):
+    check_shutdown_is_clean(server)
+
+
+def test_greedy_output_equals_plain_decoding_with_the_tree_in_one_pass(
+    smollm2, drafter, reference, prompts, tmp_path_factory
+):
+    one_pass = dflash_server(
+        smollm2,
+        drafter,
+        tmp_path_factory,
+        "dflash-tree-one-pass",
+        env={"SGLANG_DFLASH_VERIFY_TREE": TREE, "SGLANG_DFLASH_TREE_FIRST_DEPTH": "0"},
+    )
+    try:
+        check_greedy_equals_plain(NAME + " one pass", one_pass, prompts, reference, 8, drafter)
+    finally:
+        one_pass.shutdown()

@@ -1,0 +1,316 @@
+"""Token-tree verification (sglang_dflash.tree): the tree, its greedy walk, its fit, and the reference
+decoder and replay with a tree (lossless: the target's greedy output; replay = decode)."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from sglang_dflash import SamplingParams, load_drafter, spec_generate
+from sglang_dflash.serving.tree_verify import (
+    TREE_FIRST_DEPTH_ENV,
+    VERIFY_TREE_ENV,
+    NodeArgmax,
+    commit_path_slots,
+    path_order,
+    tree_first_pass_nodes,
+    verify_tree_setting,
+)
+from sglang_dflash.testing import make_tiny_drafter
+from sglang_dflash.train.acceptance import block_ranks, replay_spec
+from sglang_dflash.tree import (
+    TREE_FILE,
+    DraftTree,
+    accepted_depth,
+    children_map,
+    fit_tree,
+    load_tree,
+    save_tree,
+)
+
+# Root 0; node 1 = rank 0 at position 1, node 2 = rank 1 at position 1, node 3 = rank 0 under node 1.
+FORK = DraftTree(parents=(0, 0, 1), ranks=(0, 1, 0))
+
+
+def test_a_chain_is_each_positions_top_draft_after_the_one_before():
+    chain = DraftTree.chain(3)
+    assert chain.parents == (0, 1, 2) and chain.ranks == (0, 0, 0)
+    assert chain.depths == [0, 1, 2, 3] and chain.is_chain() and not FORK.is_chain()
+    assert torch.equal(chain.ancestor_mask(), torch.tril(torch.ones(4, 4, dtype=torch.bool)))
+
+
+def test_the_ancestor_mask_lets_each_node_see_its_ancestors_and_itself_only():
+    expected = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 0, 1, 0], [1, 1, 0, 1]], dtype=torch.bool)
+    assert torch.equal(FORK.ancestor_mask(), expected)
+    assert FORK.depths == [0, 1, 1, 2] and FORK.max_depth == 2 and FORK.num_nodes == 4
+
+
+def test_paths_round_trip_through_from_paths_and_json(tmp_path):
+    assert FORK.paths() == [(), (0,), (1,), (0, 0)]
+    assert DraftTree.from_paths([(0,), (0, 0), (1,)]) == FORK  # ordered by depth
+    path = str(tmp_path / "tree.json")
+    save_tree(FORK, path, note="x")
+    assert load_tree(path) == FORK
+    assert json.load(open(path))["note"] == "x"
+
+
+@pytest.mark.parametrize(
+    "parents, ranks, named",
+    [
+        ((0, 2), (0, 0), "node 2 has parent 2"),
+        ((0, 0), (1, 1), "node 2 has parent 0 and rank 1"),
+        ((), (), "0 parents"),
+    ],
+)
+def test_a_malformed_tree_is_refused_naming_the_node(parents, ranks, named):
+    with pytest.raises(ValueError, match=named):
+        DraftTree(parents, ranks)
+
+
+def test_paths_without_their_prefix_and_unreadable_files_are_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"\(0, 1\)"):
+        DraftTree.from_paths([(0,), (0, 1, 0), (0, 1)][1:])
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"parents": [0]}')
+    with pytest.raises(ValueError, match="bad.json.*'parents' and 'ranks'"):
+        load_tree(str(bad))
+
+
+def test_a_tree_deeper_than_the_block_is_refused():
+    DraftTree.chain(3).check_block(4)
+    with pytest.raises(ValueError, match="depth 4; expected <= 3"):
+        DraftTree.chain(4).check_block(4)
+
+
+def test_node_tokens_are_the_ranked_drafts_of_their_positions():
+    logits = torch.tensor([[[0.0, 3.0, 2.0, 1.0], [5.0, 0.0, 4.0, 1.0]]])  # positions 1, 2
+    assert FORK.draft_tokens(logits).tolist() == [[1, 2, 0]]  # pos1 rank0, pos1 rank1, pos2 rank0
+
+
+def one_hot_logits(argmax_per_node: list[list[int]], vocab: int = 8) -> torch.Tensor:
+    return torch.nn.functional.one_hot(torch.tensor(argmax_per_node), vocab).float()
+
+
+@pytest.mark.parametrize(
+    "nodes, argmax, on_path, correct, emitted",
+    [
+        # the target's token after the root is node 1's, after node 1 node 3's: all three taken
+        ([5, 1, 2, 3], [1, 3, 7, 6], [1, 1, 0, 1], 2, [1, 3, 6]),
+        # node 1 is wrong, its sibling node 2 right: one draft, then the target's token after node 2
+        ([5, 1, 2, 3], [2, 0, 4, 0], [1, 0, 1, 0], 1, [2, 4, 4]),
+        # no child drafts the target's token: the bonus token alone
+        ([5, 1, 2, 3], [6, 0, 0, 0], [1, 0, 0, 0], 0, [6, 6, 6]),
+    ],
+)
+def test_the_greedy_walk_takes_the_child_drafting_the_targets_argmax(
+    nodes, argmax, on_path, correct, emitted
+):
+    path, num_correct, out = FORK.greedy_accept(torch.tensor([nodes]), one_hot_logits([argmax]))
+    assert path.int().tolist() == [on_path] and num_correct.tolist() == [correct]
+    assert out.tolist() == [emitted]
+
+
+def test_accepted_depth_follows_the_ranks_through_the_tree():
+    children = children_map(FORK)
+    assert accepted_depth([0, 0, 5], children) == 2
+    assert accepted_depth([1, 0], children) == 1  # node 2 has no child
+    assert accepted_depth([2, 0], children) == 0
+    assert accepted_depth([0, -1], children) == 1  # past the response's end
+
+
+def test_fit_tree_keeps_the_most_frequent_rank_paths():
+    rows = [[0, 0, 0]] * 5 + [[1, 0, 3]] * 4 + [[0, 1, 0]] * 2 + [[2, 9, 9]]
+    tree = fit_tree(rows, num_drafts=4, max_rank=8)
+    # counts: (0,) 7, (0,0) 5, (0,0,0) 5, (1,) 4, (1,0) 4, (0,1) 2 ...: the first four, shorter first
+    assert set(tree.paths()[1:]) == {(0,), (0, 0), (1,), (0, 0, 0)}
+    # ranks past max_rank end a path; the expected accepted length over the rows is the best of any tree
+    assert sum(accepted_depth(r, children_map(tree)) for r in rows) == 5 * 3 + 4 + 2
+    assert fit_tree([], num_drafts=3).is_chain()  # no data: the chain
+
+
+@pytest.fixture(scope="module")
+def setup(tiny_corpus, tiny_trained):
+    target, _, records = tiny_corpus
+    drafter = load_drafter(str(tiny_trained[0]), target_config=target.config)
+    prompts = [r["input_ids"][: r["loss_start"]] for r in records[:12]]  # trained on: long accepted runs
+    return target, drafter, prompts
+
+
+@pytest.fixture(scope="module")
+def fitted(setup):
+    """A 5-draft tree fitted on prompts 8-11 of the setup, by their ranks (the chain and branches)."""
+    target, drafter, prompts = setup
+    params = SamplingParams(max_new_tokens=24)
+    responses = spec_generate(target, drafter, prompts[8:], params).token_ids
+    rows = [r for p, s in zip(prompts[8:], responses) for r in block_ranks(target, drafter, p, s, 4).tolist()]
+    return fit_tree(rows, num_drafts=5, max_rank=4)
+
+
+def test_the_fitted_tree_branches(fitted):
+    assert fitted.num_nodes == 6 and len(set(fitted.parents)) < 5  # some node has two children
+
+
+def test_tree_decoding_is_the_targets_greedy_output(setup, fitted):
+    target, drafter, prompts = setup
+    params = SamplingParams(max_new_tokens=24)
+    chain = spec_generate(target, drafter, prompts[:8], params)
+    tree = spec_generate(target, drafter, prompts[:8], params, tree=fitted)
+    assert tree.token_ids == chain.token_ids
+    assert tree.accept_lens != chain.accept_lens  # the tree accepted differently somewhere
+    assert max(max(a) for a in tree.accept_lens) >= 3
+
+
+def test_a_chain_tree_decodes_as_the_chain(setup):
+    target, drafter, prompts = setup
+    params = SamplingParams(max_new_tokens=24)
+    chain = spec_generate(target, drafter, prompts[:8], params)
+    as_tree = spec_generate(
+        target, drafter, prompts[:8], params, tree=DraftTree.chain(drafter.block_size - 1)
+    )
+    assert as_tree.token_ids == chain.token_ids and as_tree.accept_lens == chain.accept_lens
+
+
+@pytest.mark.parametrize("which", ["trained", "random"])
+def test_replayed_tree_steps_equal_the_tree_decoders(setup, fitted, which):
+    target, drafter, prompts = setup
+    if which == "random":
+        drafter = make_tiny_drafter(
+            target.config, seed=3, num_layers=2, target_layer_ids=list(drafter.config.target_layer_ids)
+        )
+    tokens = spec_generate(target, drafter, prompts[:6], SamplingParams(max_new_tokens=40)).token_ids
+    stop = max(set(t for row in tokens for t in row[4:12]), key=lambda t: sum(row.count(t) for row in tokens))
+    params = SamplingParams(max_new_tokens=24, stop_token_ids=(stop,))
+    decoded = spec_generate(target, drafter, prompts[:8], params, tree=fitted)
+    replayed = replay_spec(target, drafter, prompts[:8], decoded.token_ids, params, tree=fitted)
+    assert replayed.accept_lens == decoded.accept_lens
+
+
+def test_block_ranks_give_the_chains_runs_of_zeros(setup):
+    target, drafter, prompts = setup
+    response = spec_generate(target, drafter, prompts[:1], SamplingParams(max_new_tokens=24)).token_ids[0]
+    ranks = block_ranks(target, drafter, prompts[0], response, max_rank=4)
+    hits = replay_spec(
+        target, drafter, prompts[:1], [response], SamplingParams(max_new_tokens=24)
+    ).block_hits[0]
+    chain = children_map(DraftTree.chain(drafter.block_size - 1))
+    assert ranks.shape == (len(response) - 1, drafter.block_size - 1)
+    assert [accepted_depth(r, chain) for r in ranks.tolist()] == hits
+
+
+@pytest.mark.parametrize(
+    "params, named",
+    [
+        (SamplingParams(temperature=0.7), "greedy-only"),
+        (SamplingParams(repetition_penalty=1.2), "greedy-only"),
+    ],
+)
+def test_tree_decoding_refuses_sampled_or_penalised_rows(setup, params, named):
+    target, drafter, prompts = setup
+    with pytest.raises(ValueError, match=named):
+        spec_generate(target, drafter, prompts[:2], params, tree=DraftTree.chain(2))
+
+
+# ----------------------------------------------------------------------------- serving settings
+def server_args(tmp_path, backend="torch_native", tp_size=1):
+    return SimpleNamespace(
+        speculative_draft_model_path=str(tmp_path), attention_backend=backend, tp_size=tp_size
+    )
+
+
+def test_the_verify_tree_setting_is_off_unless_named(tmp_path, monkeypatch):
+    monkeypatch.delenv(VERIFY_TREE_ENV, raising=False)
+    assert verify_tree_setting(server_args(tmp_path), 16, "cpu") is None
+    monkeypatch.setenv(VERIFY_TREE_ENV, "auto")
+    assert verify_tree_setting(server_args(tmp_path), 16, "cpu") is None  # the drafter has no tree file
+    save_tree(FORK, str(tmp_path / TREE_FILE))
+    assert verify_tree_setting(server_args(tmp_path), 16, "cpu") == FORK
+    monkeypatch.setenv(VERIFY_TREE_ENV, str(tmp_path / TREE_FILE))
+    assert verify_tree_setting(server_args(tmp_path), 4, "cpu") == FORK
+
+
+@pytest.mark.parametrize(
+    "args, block, device, named",
+    [
+        ({}, 3, "cpu", "4 nodes; expected <= the block size 3"),
+        ({"backend": "triton"}, 16, "cpu", "attention backend triton on cpu"),
+        ({}, 16, "cuda", "attention backend torch_native on cuda"),
+        ({"tp_size": 2}, 16, "cpu", "tp size 2; expected 1"),
+    ],
+)
+def test_a_verify_tree_the_server_cannot_run_is_refused_naming_why(
+    tmp_path, monkeypatch, args, block, device, named
+):
+    save_tree(FORK, str(tmp_path / TREE_FILE))
+    monkeypatch.setenv(VERIFY_TREE_ENV, str(tmp_path / TREE_FILE))
+    with pytest.raises(ValueError, match=named):
+        verify_tree_setting(server_args(tmp_path, **args), block, device)
+
+
+def test_a_missing_tree_file_is_refused_naming_the_value(tmp_path, monkeypatch):
+    monkeypatch.setenv(VERIFY_TREE_ENV, str(tmp_path / "absent.json"))
+    with pytest.raises(ValueError, match="absent.json'; expected 'off', 'auto' or a tree JSON file"):
+        verify_tree_setting(server_args(tmp_path), 16, "cpu")
+
+
+def test_committing_a_path_points_its_positions_at_the_path_nodes_slots():
+    on_path = torch.tensor([[True, False, True, False], [True, True, False, True]])
+    order = path_order(on_path)
+    assert order.tolist() == [[0, 2, 1, 3], [0, 1, 3, 2]]
+    req_to_token = torch.arange(40, dtype=torch.int32).view(2, 20)
+    slots = req_to_token[[1, 0]][:, 5:9].clone()  # requests in pool rows 1 and 0, block at position 5
+    placed = commit_path_slots(req_to_token, torch.tensor([1, 0]), torch.tensor([5, 5]), slots, order)
+    assert placed.tolist() == [[25, 27, 26, 28], [5, 6, 8, 7]]
+    assert req_to_token[1, 5:9].tolist() == [25, 27, 26, 28] and req_to_token[0, 5:9].tolist() == [5, 6, 8, 7]
+    assert sorted(req_to_token.view(-1).tolist()) == list(range(40))  # the same slots, permuted
+
+
+def test_the_first_pass_depth_comes_from_the_environment(monkeypatch):
+    tree = DraftTree.from_paths([(0,), (1,), (0, 0), (0, 1), (0, 0, 0)])  # depths 1, 1, 2, 2, 3
+    monkeypatch.delenv(TREE_FIRST_DEPTH_ENV, raising=False)
+    assert tree_first_pass_nodes(tree) == 5  # default depth 2: the root and four nodes
+    monkeypatch.setenv(TREE_FIRST_DEPTH_ENV, "1")
+    assert tree_first_pass_nodes(tree) == 3
+    monkeypatch.setenv(TREE_FIRST_DEPTH_ENV, "0")
+    assert tree_first_pass_nodes(tree) == 6  # one pass
+    unordered = DraftTree(parents=(0, 1, 0), ranks=(0, 0, 1))  # node 3 (depth 1) after node 2 (depth 2)
+    monkeypatch.setenv(TREE_FIRST_DEPTH_ENV, "1")
+    assert tree_first_pass_nodes(unordered) == 4  # not ordered by depth: one pass
+    monkeypatch.setenv(TREE_FIRST_DEPTH_ENV, "two")
+    with pytest.raises(ValueError, match="SGLANG_DFLASH_TREE_FIRST_DEPTH is 'two'; expected a whole number"):
+        tree_first_pass_nodes(tree)
+
+
+def test_node_argmax_computes_the_subtree_ahead_and_the_second_pass_once():
+    """The walk's answers equal the full argmax; a call also fills the next nodes of the subtree
+    (up to cheap_rows rows), and the later nodes' pass runs once, for the requests reaching them."""
+    tree = DraftTree.from_paths([(0,), (1,), (0, 0), (0, 1), (0, 0, 0)])  # nodes 1-5; 3 and 4 under 1
+    split = tree.nodes_to_depth(1)  # the root, nodes 1 and 2 in the first pass
+    argmax = torch.tensor([[7, 8, 9, 1, 2, 3], [4, 5, 6, 7, 8, 9]])
+    calls: list[tuple[str, list[int]]] = []
+
+    def first(rows):
+        calls.append(("first", rows.tolist()))
+        return argmax[:, :split].reshape(-1)[rows]
+
+    def second(reach):
+        calls.append(("second", reach.tolist()))
+        return lambda rows: argmax[reach][:, split:].reshape(-1)[rows]
+
+    at = NodeArgmax(tree, 2, split, first, second, cheap_rows=4, device="cpu")
+    assert at(torch.tensor([0, 1]), torch.tensor([0, 0])).tolist() == [7, 4]
+    assert calls == [("first", [0, 1, 3, 4])]  # 4 rows for 2 requests: each root and its first child
+    assert at(torch.tensor([1]), torch.tensor([1])).tolist() == [5] and len(calls) == 1  # known
+    assert at(torch.tensor([1]), torch.tensor([3])).tolist() == [7]
+    assert calls[1:] == [("second", [1])] and at.rows_computed == 6  # node 3 and its child 5
+    assert at(torch.tensor([1]), torch.tensor([5])).tolist() == [9] and at.rows_computed == 6
+    with pytest.raises(RuntimeError, match="after their pass had run"):
+        at(torch.tensor([0]), torch.tensor([4]))
+
+
+def test_a_walk_stopped_before_a_right_node_commits_that_nodes_draft_as_its_bonus():
+    nodes, argmax = torch.tensor([[5, 1, 2, 3]]), one_hot_logits([[1, 3, 7, 6]])  # 1 then 3 are right
+    stop_at_3 = lambda requests, at: at != 3  # noqa: E731
+    path, num_correct, out = FORK.greedy_walk(nodes, lambda r, n: argmax.argmax(-1)[r, n], stop_at_3)
+    assert path.int().tolist() == [[1, 1, 0, 0]] and num_correct.tolist() == [1]
+    assert out.tolist() == [[1, 3, 3]]  # node 3's draft, the target's token after node 1, is the bonus
