@@ -110,15 +110,42 @@ def test_the_lm_head_hook_takes_only_the_hosts_plain_branch(case):
         assert torch.equal(out, few_row_product(hidden, weight))
 
 
-def test_the_worker_takes_it_on_cpu_unless_switched_off(monkeypatch):
+def test_the_worker_takes_it_on_cpu_where_it_pays_unless_told(monkeypatch):
+    from sglang_dflash.serving import worker
     from sglang_dflash.serving.worker import small_batch_linears_setting
 
+    head = torch.randn(256, 32)
+    monkeypatch.delenv(small_batch_linear.ENV, raising=False)
+    timed = []
+    for pays in (True, False):
+
+        def measured(weight, pays=pays):
+            timed.append(weight)
+            return pays, 1.0, 2.0
+
+        monkeypatch.setattr(small_batch_linear, "few_row_product_pays", measured)
+        assert small_batch_linears_setting("cpu", head) == pays  # auto: as measured on the lm_head
+    assert all(w is head for w in timed) and len(timed) == 2
+    assert not small_batch_linears_setting("cpu", head.bfloat16())  # float32 only: nothing to time
+    assert not small_batch_linears_setting("cuda:0", head) and len(timed) == 2
+    monkeypatch.setenv(small_batch_linear.ENV, "1")
     assert small_batch_linears_setting("cpu") and not small_batch_linears_setting("cuda:0")
     monkeypatch.setenv(small_batch_linear.ENV, "0")
-    assert not small_batch_linears_setting("cpu")
+    assert not small_batch_linears_setting("cpu", head)
     monkeypatch.setenv(small_batch_linear.ENV, "yes")
-    with pytest.raises(ValueError, match="SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR is 'yes'; expected"):
+    with pytest.raises(ValueError, match="SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR is 'yes'; expected 'auto'"):
         small_batch_linears_setting("cpu")
+    assert worker.small_batch_linear is small_batch_linear
+
+
+def test_the_startup_timing_compares_both_products_on_the_weight():
+    ticks = iter(range(0, 10_000))
+    pays, few_ms, linear_ms = small_batch_linear.few_row_product_pays(
+        torch.randn(64, 16), rows=4, repeats=3, clock=lambda: next(ticks) / 1024
+    )
+    assert few_ms == linear_ms == 1000 / 1024 and not pays  # equal times: F.linear stays
+    pays, few_ms, linear_ms = small_batch_linear.few_row_product_pays(torch.randn(4096, 512))
+    assert few_ms > 0 and linear_ms > 0 and pays == (few_ms < small_batch_linear.PAYS_BELOW * linear_ms)
 
 
 def test_a_width_1_step_keeps_plain_decodings_product():

@@ -212,10 +212,31 @@ def deferred_verify_logits(model_runner, shard: TPShard) -> DeferredLogits | Non
     return DeferredLogits(processor)
 
 
-def small_batch_linears_setting(device) -> bool:
-    """Few-row linears (:mod:`..kernels.small_batch_linear`) in the decode step: on a CPU device
-    unless ``SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR=0``."""
-    return torch.device(device).type == "cpu" and env_switch(small_batch_linear.ENV)
+def small_batch_linears_setting(device, lm_head: torch.Tensor | None = None) -> bool:
+    """Few-row linears (:mod:`..kernels.small_batch_linear`) in the decode step, on a CPU device:
+    ``SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR`` ``1`` or ``0``, or ``auto`` (default): where the
+    few-row product beats ``F.linear`` on the target's float32 ``lm_head`` weight, timed here."""
+    value = os.environ.get(small_batch_linear.ENV, "auto").strip()
+    if value not in small_batch_linear.SETTINGS:
+        raise ValueError(
+            f"sglang-dflash: {small_batch_linear.ENV} is {value!r}; expected 'auto' (default: the "
+            "faster product, timed at startup), '1' or '0'"
+        )
+    if torch.device(device).type != "cpu" or value == "0":
+        return False
+    if value == "1":
+        return True
+    if lm_head is None or lm_head.dtype != torch.float32 or lm_head.dim() != 2:
+        return False  # the few-row product applies to float32 only
+    pays, few_ms, linear_ms = small_batch_linear.few_row_product_pays(lm_head)
+    logger.info(
+        "sglang-dflash few-row linears %s: the lm_head over %d rows takes %.1f ms (F.linear %.1f ms)",
+        "on" if pays else "off",
+        small_batch_linear.CHEAP_ROWS,
+        few_ms,
+        linear_ms,
+    )
+    return pays
 
 
 def step_uses_few_row_linears(enabled: bool, verify_width: int) -> bool:
@@ -822,7 +843,7 @@ class DFlashWorker(BaseSpecWorker):
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
         self.mask_drafts = mask_drafts_setting()
         self.deferred_logits = deferred_verify_logits(target_worker.model_runner, self.tp_shard)
-        self.small_batch_linears = small_batch_linears_setting(self.device)
+        self.small_batch_linears = small_batch_linears_setting(self.device, getattr(head, "weight", head))
         self.first_pass_columns = first_pass_columns()
         self.second_pass = SecondPassGate(second_pass_policy())
         # The drafter's lm_head over the drafts' columns only (and, drafting greedily from a hot
