@@ -247,6 +247,17 @@ def test_a_verify_tree_the_server_cannot_run_is_refused_naming_why(
         verify_tree_setting(server_args(tmp_path, **args), block, device)
 
 
+def test_auto_verifies_the_chain_where_the_drafters_tree_cannot_run(tmp_path, monkeypatch, caplog):
+    save_tree(FORK, str(tmp_path / TREE_FILE))
+    monkeypatch.setenv(VERIFY_TREE_ENV, "auto")
+    assert verify_tree_setting(server_args(tmp_path, backend="triton"), 16, "cuda") is None
+    assert verify_tree_setting(server_args(tmp_path), 16, "cpu", selector=True) is None
+    assert "not used (attention backend triton on cuda" in caplog.text and "DFlash2" in caplog.text
+    monkeypatch.setenv(VERIFY_TREE_ENV, str(tmp_path / TREE_FILE))
+    with pytest.raises(ValueError, match="a DFlash2 drafter chooses its drafts by its selector"):
+        verify_tree_setting(server_args(tmp_path), 16, "cpu", selector=True)
+
+
 def test_a_missing_tree_file_is_refused_naming_the_value(tmp_path, monkeypatch):
     monkeypatch.setenv(VERIFY_TREE_ENV, str(tmp_path / "absent.json"))
     with pytest.raises(ValueError, match="absent.json'; expected 'off', 'auto' or a tree JSON file"):

@@ -28,8 +28,14 @@ TREE_FIRST_DEPTH_ENV = "SGLANG_DFLASH_TREE_FIRST_DEPTH"
 DEFAULT_TREE_FIRST_DEPTH = 2
 
 
-def verify_tree_setting(server_args, block_size: int, device: torch.device | str) -> DraftTree | None:
-    """The tree ``SGLANG_DFLASH_VERIFY_TREE`` names, checked against this server, or None."""
+def verify_tree_setting(
+    server_args, block_size: int, device: torch.device | str, selector: bool = False
+) -> DraftTree | None:
+    """The tree ``SGLANG_DFLASH_VERIFY_TREE`` names, checked against this server, or None.
+
+    A tree file this server cannot run is refused with every reason; under ``auto`` the server
+    verifies the chain instead and logs why (``selector``: a DFlash2 drafter, which chooses its
+    drafts by its own walk)."""
     value = os.environ.get(VERIFY_TREE_ENV, "off").strip()
     if value in ("", "off"):
         return None
@@ -55,6 +61,11 @@ def verify_tree_setting(server_args, block_size: int, device: torch.device | str
         )
     if getattr(server_args, "tp_size", 1) != 1:
         problems.append(f"tp size {server_args.tp_size}; expected 1")
+    if selector:
+        problems.append("a DFlash2 drafter chooses its drafts by its selector; expected a DFlash drafter")
+    if problems and value == "auto":
+        logger.warning("sglang-dflash: verify tree %s not used (%s): the chain", path, "; ".join(problems))
+        return None
     if problems:
         raise ValueError(f"sglang-dflash: verify tree {path}: " + "; ".join(problems))
     logger.info("sglang-dflash verify tree %s: %d nodes, depth %d", path, tree.num_nodes, tree.max_depth)

@@ -829,7 +829,8 @@ class DFlashWorker(BaseSpecWorker):
         self.mask_token_id = self.dflash.mask_token_id
         self.injector: ContextInjector | None = None
         self.width_policy = adaptive_policy(server_args, self.block_size)
-        self.verify_tree = verify_tree_setting(server_args, self.block_size, self.device)
+        selector = getattr(self.draft_model, "select_drafts", None) is not None
+        self.verify_tree = verify_tree_setting(server_args, self.block_size, self.device, selector)
         if self.verify_tree is not None and self.width_policy is not None:
             raise ValueError(
                 "sglang-dflash: a verify tree (SGLANG_DFLASH_VERIFY_TREE) and --speculative-adaptive "
