@@ -531,11 +531,23 @@ def _prompt_slice(args) -> list[str]:
     return prompts[args.first_prompt : args.first_prompt + args.num_prompts]
 
 
-def _eval_tau(args) -> int:
+def _greedy_pair(args, device: str = "cpu"):
+    """(tokenizer, float32 target, drafter, greedy SamplingParams up to ``--max-new-tokens`` stopping
+    at the tokenizer's eos) for ``--target`` / ``--drafter``, with ``--threads`` torch threads on CPU."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from . import SamplingParams, load_drafter
+
+    torch.set_num_threads(args.threads) if device == "cpu" else None
+    tokenizer = AutoTokenizer.from_pretrained(args.target)
+    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).to(device).eval()
+    drafter = load_drafter(args.drafter, target_config=target.config, device=device)
+    params = SamplingParams(max_new_tokens=args.max_new_tokens, stop_token_ids=(tokenizer.eos_token_id,))
+    return tokenizer, target, drafter, params
+
+
+def _eval_tau(args) -> int:
     from .train.acceptance import greedy_responses, measure_tau
     from .train.data import chat_prompt_ids
     from .tree import load_tree
@@ -545,12 +557,8 @@ def _eval_tau(args) -> int:
     except ValueError as e:  # its message names the flag
         print(e, file=sys.stderr)
         return 2
-    torch.set_num_threads(args.threads) if args.device == "cpu" else None
-    tokenizer = AutoTokenizer.from_pretrained(args.target)
-    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).to(args.device).eval()
-    drafter = load_drafter(args.drafter, target_config=target.config, device=args.device)
+    tokenizer, target, drafter, params = _greedy_pair(args, args.device)
     prompts = [chat_prompt_ids(tokenizer, p) for p in texts]
-    params = SamplingParams(max_new_tokens=args.max_new_tokens, stop_token_ids=(tokenizer.eos_token_id,))
     tree = load_tree(args.tree) if args.tree else None
     # The drafter's weight digest is part of the settings: a partial file from another drafter is never
     # reused.
@@ -598,11 +606,8 @@ def _eval_tau(args) -> int:
 
 
 def _fit_tree(args) -> int:
-    import torch
     from tqdm import tqdm
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from . import SamplingParams, load_drafter
     from .train.acceptance import block_ranks, greedy_responses
     from .train.data import chat_prompt_ids
     from .tree import fit_tree, save_tree
@@ -624,11 +629,7 @@ def _fit_tree(args) -> int:
     except ValueError as e:
         print(e, file=sys.stderr)
         return 2
-    torch.set_num_threads(args.threads)
-    tokenizer = AutoTokenizer.from_pretrained(args.target)
-    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).eval()
-    drafter = load_drafter(args.drafter, target_config=target.config)
-    params = SamplingParams(max_new_tokens=args.max_new_tokens, stop_token_ids=(tokenizer.eos_token_id,))
+    tokenizer, target, drafter, params = _greedy_pair(args)
     rows = []
     for texts, (_, replay) in zip(slices, args.set, strict=True):
         prompts = [chat_prompt_ids(tokenizer, t) for t in texts]

@@ -212,21 +212,17 @@ class DraftTree:
         return on_path, on_path.sum(1) - 1, emitted
 
 
-def accepted_depth(ranks: Sequence[int], children: dict[tuple[int, int], int]) -> int:
-    """How many drafts in a row a tree accepts, given the ranks of the target's tokens at block
-    positions 1, 2, ... (a negative rank: past the response's end) and the tree's ``children``
-    map ``(parent, rank) -> node``."""
+def accepted_depth(ranks: Sequence[int], tree: DraftTree) -> int:
+    """How many drafts in a row ``tree`` accepts, given the ranks of the target's tokens at block
+    positions 1, 2, ... (a negative rank: past the response's end)."""
+    children = tree.children_table().tolist()
     node = depth = 0
     for rank in ranks:
-        node = children.get((node, int(rank)), -1) if rank >= 0 else -1
+        node = children[node][rank] if 0 <= rank < len(children[node]) else -1
         if node < 0:
             break
         depth += 1
     return depth
-
-
-def children_map(tree: DraftTree) -> dict[tuple[int, int], int]:
-    return {(p, r): n for n, (p, r) in enumerate(zip(tree.parents, tree.ranks, strict=True), start=1)}
 
 
 def fit_tree(rank_rows: Iterable[Sequence[int]], num_drafts: int, max_rank: int = 8) -> DraftTree:

@@ -23,7 +23,6 @@ from sglang_dflash.tree import (
     TREE_FILE,
     DraftTree,
     accepted_depth,
-    children_map,
     fit_tree,
     load_tree,
     save_tree,
@@ -112,11 +111,10 @@ def test_the_greedy_walk_takes_the_child_drafting_the_targets_argmax(
 
 
 def test_accepted_depth_follows_the_ranks_through_the_tree():
-    children = children_map(FORK)
-    assert accepted_depth([0, 0, 5], children) == 2
-    assert accepted_depth([1, 0], children) == 1  # node 2 has no child
-    assert accepted_depth([2, 0], children) == 0
-    assert accepted_depth([0, -1], children) == 1  # past the response's end
+    assert accepted_depth([0, 0, 5], FORK) == 2
+    assert accepted_depth([1, 0], FORK) == 1  # node 2 has no child
+    assert accepted_depth([2, 0], FORK) == 0
+    assert accepted_depth([0, -1], FORK) == 1  # past the response's end
 
 
 def test_fit_tree_keeps_the_most_frequent_rank_paths():
@@ -125,7 +123,7 @@ def test_fit_tree_keeps_the_most_frequent_rank_paths():
     # counts: (0,) 7, (0,0) 5, (0,0,0) 5, (1,) 4, (1,0) 4, (0,1) 2 ...: the first four, shorter first
     assert set(tree.paths()[1:]) == {(0,), (0, 0), (1,), (0, 0, 0)}
     # ranks past max_rank end a path; the expected accepted length over the rows is the best of any tree
-    assert sum(accepted_depth(r, children_map(tree)) for r in rows) == 5 * 3 + 4 + 2
+    assert sum(accepted_depth(r, tree) for r in rows) == 5 * 3 + 4 + 2
     assert fit_tree([], num_drafts=3).is_chain()  # no data: the chain
 
 
@@ -193,7 +191,7 @@ def test_block_ranks_give_the_chains_runs_of_zeros(setup):
     hits = replay_spec(
         target, drafter, prompts[:1], [response], SamplingParams(max_new_tokens=24)
     ).block_hits[0]
-    chain = children_map(DraftTree.chain(drafter.block_size - 1))
+    chain = DraftTree.chain(drafter.block_size - 1)
     assert ranks.shape == (len(response) - 1, drafter.block_size - 1)
     assert [accepted_depth(r, chain) for r in ranks.tolist()] == hits
 

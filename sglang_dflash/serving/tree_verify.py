@@ -123,11 +123,12 @@ class NodeArgmax:
     at a time and kept.
 
     Each lm_head call reads the whole lm_head (on CPU most of its cost for a few rows), so a call
-    for a node the walk reached also computes the next nodes of its subtree in node order (its
-    children first, by rank: the likeliest next reads), up to ``cheap_rows`` rows over the requests
-    asking.  Nodes ``split ..`` come from a second target pass, run once by ``second_pass(requests)``
-    for the requests whose walk reaches them (all at one depth); ``first_pass(rows)`` and the
-    second pass's ``argmax(rows)`` take row ``request * nodes_in_pass + node_in_pass``.
+    for a node the walk reached also computes the next nodes of its subtree, level by level in node
+    order (its children first; a fitted tree numbers each depth's nodes by frequency, so the
+    likeliest next reads come first), up to ``cheap_rows`` rows over the requests asking.  Nodes
+    ``split ..`` come from a second target pass, run once by ``second_pass(requests)`` for the
+    requests whose walk reaches them (all at one depth); ``first_pass(rows)`` and the second pass's
+    ``argmax(rows)`` take row ``request * nodes_in_pass + node_in_pass``.
     """
 
     def __init__(

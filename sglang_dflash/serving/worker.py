@@ -839,12 +839,10 @@ class DFlashWorker(BaseSpecWorker):
         self.tree_mask = None if self.verify_tree is None else self.verify_tree.ancestor_mask(self.device)
         self.tree_split = tree_first_pass_nodes(self.verify_tree)
         self.tree_gate = SecondPassGate(second_pass_policy())  # the tree's own: other passes, gains
-        split_depths = self.verify_tree.depths[: self.tree_split] if self.verify_tree is not None else [0]
-        self.tree_split_depth = max(split_depths)  # the first pass's deepest nodes
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
         self.mask_drafts = mask_drafts_setting()
         self.deferred_logits = deferred_verify_logits(target_worker.model_runner, self.tp_shard)
-        self.small_batch_linears = small_batch_linears_setting(self.device, getattr(head, "weight", head))
+        self.small_batch_linears = small_batch_linears_setting(self.device, head)
         self.first_pass_columns = first_pass_columns()
         self.second_pass = SecondPassGate(second_pass_policy())
         # The drafter's lm_head over the drafts' columns only (and, drafting greedily from a hot
@@ -1087,8 +1085,9 @@ class DFlashWorker(BaseSpecWorker):
             with self.profiler.phase("accept_inject_ms"):
                 on_path, num_correct_drafts, emitted = tree.greedy_walk(nodes, argmax_at, may_enter)
                 accept_lens = (num_correct_drafts + 1).to(torch.int32)
-                if onward.get("run"):  # what the second pass added past the first pass's depth
-                    added = int((accept_lens[onward["reach"]] - self.tree_split_depth - 1).sum())
+                if onward.get("run"):  # what the second pass added past the first pass's deepest nodes
+                    first_pass_tokens = tree.depths[split - 1] + 1  # nodes are ordered by depth
+                    added = int((accept_lens[onward["reach"]] - first_pass_tokens).sum())
                     self.tree_gate.observe_gain(len(onward["reach"]), width - split, added)
                 new_seq_lens = seq_lens + accept_lens
                 order = path_order(on_path)
@@ -1096,7 +1095,7 @@ class DFlashWorker(BaseSpecWorker):
                     self.req_to_token_pool.req_to_token,
                     batch.req_pool_indices,
                     seq_lens,
-                    slots.view(bs, -1),
+                    slots,
                     order,
                 )
                 if on_publish is not None:

@@ -225,8 +225,8 @@ def block_hits(
     (:mod:`sglang_dflash.tree`), a draft is right when some child of the node reached so far drafts
     the response's token (the node's rank among the position's logits, taken as the decoder does).
     """
-    lm_head, size = target.get_output_embeddings(), drafter.block_size
-    children = (tree or DraftTree.chain(size - 1)).children_table(lm_head.weight.device)
+    lm_head = target.get_output_embeddings()
+    children = None if tree is None else tree.children_table(lm_head.weight.device)
     hits = []
     for hidden, labels in _block_passes(target, drafter, prompt, response):
         run = torch.zeros(labels.shape[0], dtype=torch.long, device=labels.device)
