@@ -323,3 +323,42 @@ def test_a_walk_stopped_before_a_right_node_commits_that_nodes_draft_as_its_bonu
     path, num_correct, out = FORK.greedy_walk(nodes, lambda r, n: argmax.argmax(-1)[r, n], stop_at_3)
     assert path.int().tolist() == [[1, 1, 0, 0]] and num_correct.tolist() == [1]
     assert out.tolist() == [[1, 3, 3]]  # node 3's draft, the target's token after node 1, is the bonus
+
+
+# ----------------------------------------------------------------------------- fit-tree command
+def test_fit_tree_writes_one_tree_per_size_from_the_slices_ranks(smollm2_float32, tmp_path):
+    from cpu_server import SHIPPED_SMOLLM2_DRAFTER
+
+    from sglang_dflash.cli import main
+    from sglang_dflash.smollm2 import ensure_smollm2
+
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(
+        "".join(json.dumps({"prompt": f"Return {n} plus one in Python."}) + "\n" for n in range(4))
+    )
+    argv = ["fit-tree", "--target", ensure_smollm2(), "--drafter", SHIPPED_SMOLLM2_DRAFTER]
+    argv += [
+        "--set",
+        str(prompts),
+        str(tmp_path / "greedy.jsonl"),
+        "--first-prompt",
+        "1",
+        "--num-prompts",
+        "2",
+    ]
+    argv += ["--max-new-tokens", "16", "--num-drafts", "3", "6", "--out", str(tmp_path / "tree-{n}.json")]
+    assert main(argv) == 0
+    for drafts in (3, 6):
+        tree = load_tree(str(tmp_path / f"tree-{drafts}.json"))
+        assert tree.num_nodes == drafts + 1
+        fitted_on = json.load(open(tmp_path / f"tree-{drafts}.json"))["fitted_on"]
+        assert (fitted_on["first_prompt"], fitted_on["num_prompts"]) == (1, 2) and fitted_on["anchors"] > 0
+
+
+def test_fit_tree_refuses_several_sizes_into_one_file_before_loading(tmp_path, capsys):
+    from sglang_dflash.cli import main
+
+    argv = ["fit-tree", "--target", str(tmp_path / "absent"), "--drafter", str(tmp_path / "absent")]
+    argv += ["--set", "p.jsonl", "r.jsonl", "--num-drafts", "3", "6", "--out", str(tmp_path / "tree.json")]
+    assert main(argv) == 2
+    assert "expected a path holding {n} for several --num-drafts" in capsys.readouterr().err
