@@ -130,6 +130,7 @@ def cpu_args(**overrides):
         speculative_num_draft_tokens=16,
         max_running_requests=None,
         enable_mixed_chunk=True,
+        disable_overlap_schedule=False,
     )
     fields.update(overrides)
     return SimpleNamespace(**fields)
@@ -142,6 +143,30 @@ def test_cpu_server_args_pin_torch_native_and_one_step(host_default):
     assert args.attention_backend == args.speculative_draft_attention_backend == "torch_native"
     assert (args.speculative_num_steps, args.speculative_eagle_topk, args.max_running_requests) == (1, 1, 48)
     assert args.enable_mixed_chunk is False
+
+
+@pytest.mark.parametrize("setting,overlap", [(None, False), ("0", False), ("1", True)])
+def test_cpu_server_args_turn_the_overlap_scheduler_off_unless_kept(monkeypatch, setting, overlap):
+    """A CPU forward blocks the scheduler: overlap only delays each result by a step (cpu_overlap_setting)."""
+    if setting is None:
+        monkeypatch.delenv("SGLANG_DFLASH_CPU_OVERLAP", raising=False)
+    else:
+        monkeypatch.setenv("SGLANG_DFLASH_CPU_OVERLAP", setting)
+    args = cpu_args()
+    configure_cpu_server_args(args)
+    assert args.disable_overlap_schedule is (not overlap)
+    monkeypatch.setenv("SGLANG_DFLASH_CPU_OVERLAP", "1")
+    kept_off = cpu_args(disable_overlap_schedule=True)  # --disable-overlap-schedule stays
+    configure_cpu_server_args(kept_off)
+    assert kept_off.disable_overlap_schedule is True
+
+
+def test_cpu_overlap_setting_refuses_other_values(monkeypatch):
+    monkeypatch.setenv("SGLANG_DFLASH_CPU_OVERLAP", "yes")
+    with pytest.raises(
+        ValueError, match="SGLANG_DFLASH_CPU_OVERLAP is 'yes'; expected '0' \\(default\\) or '1'"
+    ):
+        configure_cpu_server_args(cpu_args())
 
 
 @pytest.mark.parametrize(
@@ -163,6 +188,7 @@ SERVER_ARGS_FIELDS = [
     "speculative_draft_attention_backend",
     "speculative_num_draft_tokens",
     "speculative_num_steps",
+    "disable_overlap_schedule",
 ]
 
 
@@ -183,6 +209,7 @@ def test_server_args_accept_dflash_on_cpu_with_our_plugin(qwen3_pair):
         "speculative_draft_attention_backend": "torch_native",
         "speculative_num_draft_tokens": 4,
         "speculative_num_steps": 1,
+        "disable_overlap_schedule": True,
     }
 
 

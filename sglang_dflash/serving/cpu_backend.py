@@ -5,8 +5,10 @@ worker there; this module fills them, and :mod:`.plugin` installs them as hooks:
 
 - **Server arguments**: the host's DFLASH handler refuses every device but CUDA.  For a CPU
   server :func:`configure_cpu_server_args` applies the same DFLASH settings the host applies
-  on CUDA (one step, top-k 1, default running-request cap, no mixed chunks) and pins both
-  the target's and the drafter's attention to ``torch_native``, the backend this module extends.
+  on CUDA (one step, top-k 1, default running-request cap, no mixed chunks), turns the overlap
+  scheduler off as the host does for its other speculative algorithms on CPU
+  (:func:`cpu_overlap_setting`), and pins both the target's and the drafter's attention to
+  ``torch_native``, the backend this module extends.
 - **Block attention**: ``torch_native`` has no TARGET_VERIFY path.  :func:`block_attention`
   runs one block of ``block_size`` queries per request over [cached prefix ; block]: causal
   inside the block for the target's layers, bidirectional for the drafter's ``ENCODER_ONLY``
@@ -48,6 +50,9 @@ CPU_ATTENTION_BACKEND = "torch_native"
 # replaces it (with a log line) rather than refusing a flag the user never typed.
 HOST_CPU_DEFAULT_BACKEND = "intel_amx"
 DEFAULT_MAX_RUNNING_REQUESTS = 48  # the host's DFLASH default
+# "1" keeps SGLang's overlap scheduler for DFLASH on CPU (default "0": off, as the host turns it off
+# for its other speculative algorithms there).
+CPU_OVERLAP_ENV = "SGLANG_DFLASH_CPU_OVERLAP"
 
 
 def is_cpu_device(server_args: ServerArgs) -> bool:
@@ -91,6 +96,27 @@ def configure_cpu_server_args(server_args: ServerArgs) -> None:
     if server_args.max_running_requests is None:
         server_args.max_running_requests = DEFAULT_MAX_RUNNING_REQUESTS
     server_args.enable_mixed_chunk = False
+    if not cpu_overlap_setting() and not server_args.disable_overlap_schedule:
+        server_args.disable_overlap_schedule = True
+        logger.info("DFLASH on CPU: the overlap scheduler is off (%s=1 keeps it)", CPU_OVERLAP_ENV)
+
+
+def cpu_overlap_setting() -> bool:
+    """``SGLANG_DFLASH_CPU_OVERLAP``: off unless "1".
+
+    On CPU a forward blocks the scheduler, so the overlap scheduler overlaps nothing: it only
+    processes each step's result after the next step has run.  The first token then waits for a
+    whole decode step after the prefill, and a request that has ended runs one step more, which a
+    DFLASH step (a block verify) makes about twice a plain step's price.  Measured on SmolLM2 at
+    concurrency 1 (HumanEval, 48 new tokens): a request 7% faster without it, its first token
+    after 61 ms instead of 145 (bench/README.md).  The host turns it off on CPU for its own
+    speculative algorithms (EAGLE, standalone, NGRAM) for the same reason; its DFLASH handler,
+    which this module replaces on CPU, refuses CPU instead.  "1" keeps it (the tests run the
+    worker's overlap path, the GPU default, on CPU with it).
+    """
+    from .worker import env_switch
+
+    return env_switch(CPU_OVERLAP_ENV, default=False)
 
 
 # ----------------------------------------------------------------------------- block attention

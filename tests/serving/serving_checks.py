@@ -33,7 +33,12 @@ def dflash_server(
     name: str,
     *args: str,
     env: dict[str, str] | None = None,
+    overlap: bool = False,
 ) -> CpuServer:
+    """A DFLASH server; ``overlap`` keeps SGLang's overlap scheduler (the GPU default), which our
+    CPU handling turns off unless ``SGLANG_DFLASH_CPU_OVERLAP=1``."""
+    if overlap:
+        env = {**(env or {}), "SGLANG_DFLASH_CPU_OVERLAP": "1"}
     return start_server(
         smollm2,
         tmp_path_factory,

@@ -45,6 +45,7 @@ def server(smollm2, drafter, reference, tmp_path_factory):
         "info",
         "--decode-log-interval",
         "10",
+        overlap=True,
     )
     yield started
     started.shutdown()

@@ -77,7 +77,9 @@ def plain(oracle, oracle_prompts, tmp_path_factory) -> list[dict]:
 @pytest.fixture(scope="module")
 def dflash(oracle, oracle_prompts, plain, tmp_path_factory) -> dict:
     """Started after the plain server has stopped (servers run one at a time)."""
-    server = dflash_server(oracle[0], (oracle[1], "oracle"), tmp_path_factory, "dflash-context-limit", *FLAGS)
+    server = dflash_server(
+        oracle[0], (oracle[1], "oracle"), tmp_path_factory, "dflash-context-limit", *FLAGS, overlap=True
+    )
     try:
         results = server.generate_many(oracle_prompts, TO_THE_LIMIT, concurrency=len(oracle_prompts))
         return {"results": results, "alive": server.alive(), "log": server.log_tail(1_000_000)}

@@ -1,4 +1,5 @@
-"""Our DFLASH with SGLang's overlap scheduler, on CPU, against plain decoding (shared setup: conftest.py)."""
+"""Our DFLASH with SGLang's overlap scheduler (the GPU default; on CPU kept by
+``SGLANG_DFLASH_CPU_OVERLAP=1``), against plain decoding (shared setup: conftest.py)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ def server(smollm2, drafter, reference, tmp_path_factory):
         "dflash-overlap",
         "--enable-metrics",
         env={"SGLANG_DFLASH_PROFILE": str(profile), "SGLANG_DFLASH_SECOND_PASS": "always"},
+        overlap=True,
     )
     started.profile = profile
     yield started

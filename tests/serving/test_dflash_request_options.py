@@ -152,7 +152,9 @@ def plain(smollm2, prompts, tokenizer, tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def dflash(smollm2, drafter, prompts, tokenizer, plain, tmp_path_factory) -> dict:
     # With the hot draft vocabulary: grammar-masked drafting passes ask for the whole vocabulary.
-    server = dflash_server(smollm2, drafter, tmp_path_factory, "dflash-options", *FLAGS, *HOT_VOCABULARY)
+    server = dflash_server(
+        smollm2, drafter, tmp_path_factory, "dflash-options", *FLAGS, *HOT_VOCABULARY, overlap=True
+    )
     try:
         return {
             "native": ask_all(server, requests_of_this_module(prompts, tokenizer)),

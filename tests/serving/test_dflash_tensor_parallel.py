@@ -113,7 +113,9 @@ def test_dflash_tp_with_a_diverging_rank_equals_plain_tp(
 ):
     """Overlap scheduler on, rank 1's drafter deliberately off: exact, and aborts leave every
     rank's KV pool balanced (a rank's strict idle check would stop the server)."""
-    server = dflash_server(smollm2, drafter, tmp_path_factory, "dflash-tp", *TP_FLAGS, env=DIVERGE_ENV)
+    server = dflash_server(
+        smollm2, drafter, tmp_path_factory, "dflash-tp", *TP_FLAGS, env=DIVERGE_ENV, overlap=True
+    )
     try:
         name = "tp=3 overlap, rank 1 diverging"
         seeded_outputs.append(check_dflash_tp_server(name, server, prompts, plain_tp, drafter))

@@ -1,8 +1,8 @@
 """Our DFLASH verifying a token tree (``SGLANG_DFLASH_VERIFY_TREE``: the shipped drafter's
-verify-tree.json, 16 nodes) through the real SGLang server on CPU, overlap scheduler on, against plain
-decoding (shared setup: conftest.py).  Greedy steps verify the tree (nodes to depth 2 for every
-request, the deeper ones for the requests whose walk reaches them; one pass in the last test);
-sampled batches the chain."""
+verify-tree.json, 16 nodes) through the real SGLang server on CPU (default flags: no overlap
+scheduler), against plain decoding (shared setup: conftest.py).  Greedy steps verify the tree
+(nodes to depth 2 for every request, the deeper ones for the requests whose walk reaches them; one
+pass in the last test); sampled batches the chain."""
 
 from __future__ import annotations
 
