@@ -110,32 +110,120 @@ def test_the_lm_head_hook_takes_only_the_hosts_plain_branch(case):
         assert torch.equal(out, few_row_product(hidden, weight))
 
 
-def test_the_worker_takes_it_on_cpu_where_it_pays_unless_told(monkeypatch):
+def test_the_worker_takes_the_product_startup_timing_chose_unless_told(monkeypatch):
     from sglang_dflash.serving import worker
     from sglang_dflash.serving.worker import small_batch_linears_setting
 
     head = torch.randn(256, 32)
     monkeypatch.delenv(small_batch_linear.ENV, raising=False)
     timed = []
-    for pays in (True, False):
+    for chosen in ("packed", "mm", None):
 
-        def measured(weight, pays=pays):
+        def measured(weight, chosen=chosen):
             timed.append(weight)
-            return pays, 1.0, 2.0
+            return chosen, {"F.linear": 2.0}
 
-        monkeypatch.setattr(small_batch_linear, "few_row_product_pays", measured)
-        assert small_batch_linears_setting("cpu", head) == pays  # auto: as measured on the lm_head
-    assert all(w is head for w in timed) and len(timed) == 2
-    assert not small_batch_linears_setting("cpu", head.bfloat16())  # float32 only: nothing to time
-    assert not small_batch_linears_setting("cuda:0", head) and len(timed) == 2
+        monkeypatch.setattr(small_batch_linear, "fastest_product", measured)
+        assert small_batch_linears_setting("cpu", head) == chosen  # auto: as measured on the lm_head
+    assert all(w is head for w in timed) and len(timed) == 3
+    assert small_batch_linears_setting("cpu", head.bfloat16()) is None  # float32 only: nothing to time
+    assert small_batch_linears_setting("cuda:0", head) is None and len(timed) == 3
     monkeypatch.setenv(small_batch_linear.ENV, "1")
-    assert small_batch_linears_setting("cpu") and not small_batch_linears_setting("cuda:0")
+    assert small_batch_linears_setting("cpu") == "mm" and small_batch_linears_setting("cuda:0") is None
     monkeypatch.setenv(small_batch_linear.ENV, "0")
-    assert not small_batch_linears_setting("cpu", head)
+    assert small_batch_linears_setting("cpu", head) is None
+    monkeypatch.setenv(small_batch_linear.ENV, "packed")
+    for exact in (True, False):
+        monkeypatch.setattr(small_batch_linear, "packed_product_is_exact", lambda exact=exact: exact)
+        if exact:
+            assert small_batch_linears_setting("cpu") == "packed"
+        else:
+            with pytest.raises(ValueError, match="is 'packed', but this torch has no MKL packed GEMM"):
+                small_batch_linears_setting("cpu")
     monkeypatch.setenv(small_batch_linear.ENV, "yes")
     with pytest.raises(ValueError, match="SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR is 'yes'; expected 'auto'"):
         small_batch_linears_setting("cpu")
     assert worker.small_batch_linear is small_batch_linear
+
+
+@pytest.mark.parametrize("packed_exact", [True, False])
+def test_auto_takes_the_faster_paying_product_or_none(monkeypatch, packed_exact):
+    """fastest_product: the quicker of mm and packed among those under PAYS_BELOW of F.linear;
+    packed only where MKL's packed product is exact."""
+    monkeypatch.setattr(small_batch_linear, "packed_product_is_exact", lambda: packed_exact)
+    for times, expected in (
+        ({"mm": 8.0, "packed": 6.0}, "packed" if packed_exact else "mm"),  # both pay against 10 ms
+        ({"mm": 6.0, "packed": 8.0}, "mm"),
+        ({"mm": 9.5, "packed": 7.0}, "packed" if packed_exact else None),  # mm is within 10%: no pay
+        ({"mm": 9.5, "packed": 9.5}, None),
+    ):
+
+        def measured(weight, product, times=times):
+            ms = times[product]
+            return ms < small_batch_linear.PAYS_BELOW * 10.0, ms, 10.0
+
+        monkeypatch.setattr(small_batch_linear, "few_row_product_pays", measured)
+        product, measured_times = small_batch_linear.fastest_product(torch.randn(8, 4))
+        assert product == expected
+        assert measured_times["F.linear"] == 10.0 and ("packed" in measured_times) == packed_exact
+
+
+needs_mkl = pytest.mark.skipif(
+    not small_batch_linear.packed_available(),
+    reason="this torch has no MKL packed GEMM (not an x86 MKL build)",
+)
+
+
+@needs_mkl
+@pytest.mark.parametrize("shape", [(2, 96), (4, 96), (16, 96), (1, 5, 96), (4, 4, 96)])
+def test_the_packed_product_equals_f_linear_at_2_to_16_rows(shape):
+    x = torch.randn(*shape)
+    weight = torch.nn.Parameter(torch.randn(200, 96), requires_grad=False)
+    bias = torch.randn(200)
+    with small_batch_linears("packed"):
+        assert small_batch_linear.applies(x, weight)
+        out = linear(x, weight, bias)
+    assert out.shape == (*shape[:-1], 200)
+    assert torch.allclose(out, F.linear(x, weight, bias), atol=1e-4)
+    assert small_batch_linear.packed_product_is_exact()
+
+
+@needs_mkl
+def test_packed_copies_are_made_once_and_dropped_with_their_weight_or_an_update():
+    weight = torch.nn.Parameter(torch.randn(64, 32), requires_grad=False)
+    small_batch_linear.forget_packed()
+    first = small_batch_linear.packed_weight(weight)
+    assert small_batch_linear.packed_weight(weight) is first  # kept: packed once
+    weight.data.copy_(torch.randn(64, 32))  # as SGLang's loaders write: the version stays
+    small_batch_linear.forget_packed()  # what the weight-update hooks do
+    x = torch.randn(4, 32)
+    with small_batch_linears("packed"):
+        assert torch.allclose(linear(x, weight), F.linear(x, weight), atol=1e-4)  # the new weights
+    with torch.no_grad():
+        weight.add_(1.0)  # an in-place write that bumps the version repacks by itself
+    with small_batch_linears("packed"):
+        assert torch.allclose(linear(x, weight), F.linear(x, weight), atol=1e-4)
+    assert len(small_batch_linear._packed) == 1
+    del weight
+    assert len(small_batch_linear._packed) == 0  # no copy outlives its weight
+
+
+def test_a_plain_tensor_weight_takes_mm_even_when_packed_is_active():
+    """Only parameters are packed: a weight made per call would be packed per call."""
+    x, weight = torch.randn(3, 8), torch.randn(4, 8)
+    with small_batch_linears("packed"):
+        assert torch.equal(linear(x, weight), few_row_product(x, weight))
+
+
+def test_weight_updates_drop_the_packed_copies(monkeypatch):
+    from sglang_dflash.serving.cpu_backend import forget_packed_after
+
+    dropped = []
+    monkeypatch.setattr(small_batch_linear, "forget_packed", lambda: dropped.append(True))
+    assert forget_packed_after(lambda self, req: ("ok", req), None, "req") == ("ok", "req")
+    with pytest.raises(RuntimeError):
+        forget_packed_after(lambda self: (_ for _ in ()).throw(RuntimeError("failed")), None)
+    assert dropped == [True, True]  # after a failed update too: weights may be half written
 
 
 def test_the_startup_timing_compares_both_products_on_the_weight():
@@ -151,6 +239,7 @@ def test_the_startup_timing_compares_both_products_on_the_weight():
 def test_a_width_1_step_keeps_plain_decodings_product():
     from sglang_dflash.serving.worker import step_uses_few_row_linears
 
-    assert step_uses_few_row_linears(True, 4) and step_uses_few_row_linears(True, 16)
-    assert not step_uses_few_row_linears(True, 1)  # plain decoding's shape: plain decoding's product
-    assert not step_uses_few_row_linears(False, 4)
+    assert step_uses_few_row_linears("mm", 4) == step_uses_few_row_linears("mm", 16) == "mm"
+    assert step_uses_few_row_linears("packed", 4) == "packed"
+    assert step_uses_few_row_linears("mm", 1) is None  # plain decoding's shape: plain decoding's product
+    assert step_uses_few_row_linears(None, 4) is None

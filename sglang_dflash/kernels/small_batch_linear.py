@@ -13,26 +13,37 @@ Not every CPU agrees: on a Xeon with AMX (2026-12-06), ``F.linear`` was as fast 
 step 40% longer.  So the worker measures both on the target's lm_head at startup
 (:func:`few_row_product_pays`) unless told.
 
+There, what makes ``F.linear`` slow at a few rows is MKL packing the weight again on every call
+(a small-row GEMM copies its panels before multiplying; the one-row product is a GEMV and does
+not).  :func:`packed_product` packs each weight once (MKL's ``cblas_sgemm_pack``, through
+``torch.ops.mkl._mkl_reorder_linear_weight``, the op PyTorch's inductor uses for frozen CPU
+linears) and multiplies by the packed copy: SmolLM2's 30 layers at 4 rows 17 ms against
+``F.linear``'s 23, the lm_head 3.6 ms against 5.3 (2026-12-06, bench/README.md).  The packed copy
+costs about a third more memory than the weight (MKL pads its panels), kept beside it for the
+server's life.
+
 The faster product is used only where it is switched on: inside :func:`small_batch_linears` (the
 DFLASH worker's decode step on a CPU device), for float32 CPU tensors of ``MIN_ROWS..MAX_ROWS``
 rows, when ``SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR`` is ``auto`` (the default) and the startup
-measurement found it faster, or ``1``.  Everything else, prefill and plain
-decoding among it, keeps ``F.linear``.  The two products sum in a different order, so results
-differ in the last float32 bits; greedy output stays the target's (the serving tests compare it
-with plain decoding).
+measurement found one faster, or ``1`` (``mm(W, x.T)``) or ``packed``.  Everything else, prefill
+and plain decoding among it, keeps ``F.linear``.  The products sum in a different order, so
+results differ in the last float32 bits; greedy output stays the target's (the serving tests
+compare it with plain decoding).
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+import weakref
 from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
 
-ENV = "SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR"  # auto (measured), 1 or 0 (read by the worker)
-SETTINGS = ("auto", "1", "0")
+ENV = "SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR"  # auto (measured), 1 (mm), packed or 0 (read by the worker)
+SETTINGS = ("auto", "1", "packed", "0")
+MM, PACKED = "mm", "packed"  # the products: mm(W, x.T), and MKL's GEMM over a once-packed weight
 # The few-row product must beat F.linear by this factor at startup to be used: the two differ by
 # a few percent where neither wins, and a step takes many such products.
 PAYS_BELOW = 0.9
@@ -41,16 +52,17 @@ MIN_ROWS, MAX_ROWS = 2, 16  # one row is a matrix-vector product already; past 1
 # hides behind the read (the 49152 x 576 lm_head: 15-21 ms for 1-4 rows, 37 ms for 8).
 CHEAP_ROWS = 4
 
-_active = False
+_active: str | None = None  # the product inside small_batch_linears, None outside
 
 
 @contextlib.contextmanager
-def small_batch_linears(enabled: bool = True) -> Iterator[None]:
-    """Within the block, :func:`linear` (and the host's hooked linears) use ``mm(W, x.T)`` for
-    float32 CPU inputs of ``MIN_ROWS..MAX_ROWS`` rows; ``enabled=False`` changes nothing."""
+def small_batch_linears(product: bool | str | None = True) -> Iterator[None]:
+    """Within the block, :func:`linear` (and the host's hooked linears) use the few-row
+    ``product`` for float32 CPU inputs of ``MIN_ROWS..MAX_ROWS`` rows: ``True`` or ``"mm"``
+    ``mm(W, x.T)``, ``"packed"`` :func:`packed_product`; ``False`` or ``None`` changes nothing."""
     global _active
     previous = _active
-    _active = enabled
+    _active = MM if product is True else (product or None)
     try:
         yield
     finally:
@@ -59,7 +71,7 @@ def small_batch_linears(enabled: bool = True) -> Iterator[None]:
 
 def applies(x: torch.Tensor, weight: torch.Tensor) -> bool:
     """Whether ``linear(x, weight)`` takes the few-rows path now."""
-    if not _active or x.device.type != "cpu" or x.dim() == 0:
+    if _active is None or x.device.type != "cpu" or x.dim() == 0:
         return False
     if x.dtype != torch.float32 or weight.dtype != torch.float32 or weight.dim() != 2:
         return False
@@ -74,7 +86,15 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 
 
 def few_row_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``mm(weight, x.T).T (+ bias)`` in ``x``'s leading shape, for callers that checked :func:`applies`."""
+    """``x @ weight.T (+ bias)`` by the active product, for callers that checked :func:`applies`:
+    :func:`packed_product` for parameters when ``"packed"`` is active, ``mm(weight, x.T).T`` else."""
+    if _active == PACKED and isinstance(weight, torch.nn.Parameter):
+        return packed_product(x, weight, bias)
+    return mm_product(x, weight, bias)
+
+
+def mm_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``mm(weight, x.T).T (+ bias)`` in ``x``'s leading shape."""
     rows = x.reshape(-1, x.shape[-1])
     out = torch.mm(weight, rows.t()).t().contiguous()
     if bias is not None:
@@ -82,30 +102,110 @@ def few_row_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
+def packed_available() -> bool:
+    """Whether this torch has MKL's packed GEMM ops (x86 builds with MKL; not ARM)."""
+    mkl = getattr(torch.ops, "mkl", None)
+    try:
+        return torch.backends.mkl.is_available() and all(
+            hasattr(mkl, op) for op in ("_mkl_reorder_linear_weight", "_mkl_linear")
+        )
+    except RuntimeError:  # an op namespace without the op
+        return False
+
+
+# id(weight) -> (a weak reference to it, its version when packed, the packed copy).  Weights are
+# parameters that live as long as the server; the weak reference drops the entry with the weight,
+# and the version repacks a weight written in place (a weight update).
+_packed: dict[int, tuple[weakref.ref, int, torch.Tensor]] = {}
+
+
+def packed_weight(weight: torch.Tensor) -> torch.Tensor:
+    """MKL's packed copy of ``weight`` ([N, K] float32), made on first use and kept."""
+    key = id(weight)
+    entry = _packed.get(key)
+    if entry is not None and entry[0]() is weight and entry[1] == weight._version:
+        return entry[2]
+    # The packed layout depends on N and K only; the row count given here only sizes MKL's buffer.
+    packed = torch.ops.mkl._mkl_reorder_linear_weight(weight.detach(), CHEAP_ROWS)
+    _packed[key] = (weakref.ref(weight, lambda _, key=key: _packed.pop(key, None)), weight._version, packed)
+    return packed
+
+
+def forget_packed() -> None:
+    """Drop every packed copy (after a weight update: loaders write ``param.data`` in place,
+    which leaves a parameter's version as it was); the next product packs the new weights."""
+    _packed.clear()
+
+
+def packed_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x @ weight.T (+ bias)`` by MKL's GEMM over :func:`packed_weight`, in ``x``'s leading shape.
+
+    ``_mkl_linear`` multiplies by the packed copy when the rows given equal the count it was told,
+    and calls ``F.linear`` otherwise; it is told the actual rows, since the packed copy is the same
+    for any (:func:`packed_product_is_exact` checks that at startup)."""
+    rows = x.reshape(-1, x.shape[-1])
+    out = torch.ops.mkl._mkl_linear(rows, packed_weight(weight), weight, bias, rows.shape[0])
+    return out.view(*x.shape[:-1], weight.shape[0])
+
+
+def packed_product_is_exact(rows: range = range(MIN_ROWS, MAX_ROWS + 1)) -> bool:
+    """Whether :func:`packed_product` equals ``F.linear`` (to float32 rounding) at every row count
+    in ``rows`` on this MKL: the guard on the packed copy being independent of the row count."""
+    if not packed_available():
+        return False
+    generator = torch.Generator().manual_seed(0)
+    weight = torch.nn.Parameter(torch.randn(96, 40, generator=generator), requires_grad=False)
+    bias = torch.randn(96, generator=generator)
+    with torch.inference_mode():
+        for count in rows:
+            x = torch.randn(count, 40, generator=generator)
+            if not torch.allclose(packed_product(x, weight, bias), F.linear(x, weight, bias), atol=1e-4):
+                return False
+    return True
+
+
 def few_row_product_pays(
     weight: torch.Tensor,
     rows: int = CHEAP_ROWS,
     repeats: int = 5,
     clock: Callable[[], float] = time.perf_counter,
+    product: str = MM,
 ) -> tuple[bool, float, float]:
-    """Whether :func:`few_row_product` beats ``F.linear`` over ``rows`` rows of ``weight`` on this
-    CPU: (pays, its median ms, F.linear's median ms) over ``repeats`` timings each, after one
-    warm-up; it pays below :data:`PAYS_BELOW` of ``F.linear``'s time."""
+    """Whether ``product`` (:data:`MM` or :data:`PACKED`) beats ``F.linear`` over ``rows`` rows of
+    ``weight`` on this CPU: (pays, its median ms, F.linear's median ms) over ``repeats`` timings
+    each, after one warm-up; it pays below :data:`PAYS_BELOW` of ``F.linear``'s time."""
     x = torch.randn(rows, weight.shape[1], dtype=weight.dtype)
+    few = packed_product if product == PACKED else mm_product
 
-    def median_ms(product: Callable[[], torch.Tensor]) -> float:
-        product()
+    def median_ms(multiply: Callable[[], torch.Tensor]) -> float:
+        multiply()
         times = []
         for _ in range(repeats):
             began = clock()
-            product()
+            multiply()
             times.append((clock() - began) * 1e3)
         return sorted(times)[len(times) // 2]
 
     with torch.inference_mode():
         linear_ms = median_ms(lambda: F.linear(x, weight))
-        few_ms = median_ms(lambda: few_row_product(x, weight))
+        few_ms = median_ms(lambda: few(x, weight))
     return few_ms < PAYS_BELOW * linear_ms, few_ms, linear_ms
+
+
+def fastest_product(weight: torch.Tensor) -> tuple[str | None, dict[str, float]]:
+    """The few-row product to use on this CPU, timed on ``weight`` (the target's lm_head): the
+    faster of :data:`MM` and :data:`PACKED` (where MKL has it and :func:`packed_product_is_exact`)
+    if it pays against ``F.linear``, else None; and every time measured (ms, by name)."""
+    candidates = [MM] + ([PACKED] if packed_product_is_exact() else [])
+    times: dict[str, float] = {}
+    paying: list[tuple[float, str]] = []
+    for product in candidates:
+        pays, few_ms, linear_ms = few_row_product_pays(weight, product=product)
+        times[product] = few_ms
+        times["F.linear"] = min(linear_ms, times.get("F.linear", linear_ms))
+        if pays:
+            paying.append((few_ms, product))
+    return (min(paying)[1] if paying else None), times
 
 
 class SmallBatchLinear(torch.nn.Linear):

@@ -359,6 +359,15 @@ def small_batch_linear_apply(original, self, layer, x: torch.Tensor, bias: torch
     return original(self, layer, x, bias)
 
 
+def forget_packed_after(original, self, *args, **kwargs):
+    """AROUND hook on the scheduler's ``update_weights_from_*``: the update, then no packed weight
+    copy of the old weights is used again (:func:`..kernels.small_batch_linear.forget_packed`)."""
+    try:
+        return original(self, *args, **kwargs)
+    finally:
+        small_batch_linear.forget_packed()
+
+
 def small_batch_lm_head(original, self, hidden_states: torch.Tensor, lm_head, embedding_bias=None):
     """AROUND hook on ``LogitsProcessor._compute_lm_head``: the host's plain lm_head branch
     (``hidden @ weight.T``) inside a DFLASH decode step takes the few-row product; LoRA, quantized,

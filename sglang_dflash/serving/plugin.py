@@ -19,7 +19,9 @@ decode KV reservation through ``spec_info.prepare_for_decode``).  The hooks:
   ``XGrammarGrammar.apply_vocab_mask`` (AROUND): DFLASH and grammars on SGLang's CPU device
   (:mod:`.cpu_backend`);
 - ``UnquantizedLinearMethod.apply`` and ``LogitsProcessor._compute_lm_head`` (AROUND, only in
-  CPU-engine processes): few-row linears inside a DFLASH decode step (:mod:`.cpu_backend`);
+  CPU-engine processes): few-row linears inside a DFLASH decode step (:mod:`.cpu_backend`), and
+  the scheduler's four ``update_weights_from_*`` (AROUND, same processes): the packed weight
+  copies of those linears are dropped after a weight update;
 - ``TritonAttnBackend.__init__`` (AROUND, only on GPUs): unless ``SGLANG_DFLASH_SPLITKV=0`` the
   attention of our verify and draft passes runs split over the cached prefix (:func:`splitkv_setting`);
 - ``Scheduler.is_disable_overlap_for_batch`` (AROUND): a decode batch with penalties waits for
@@ -62,6 +64,15 @@ OVERLAP_FOR_BATCH = "sglang.srt.managers.scheduler.Scheduler.is_disable_overlap_
 UNQUANTIZED_LINEAR = "sglang.srt.layers.quantization.unquant.UnquantizedLinearMethod.apply"
 COMPUTE_LM_HEAD = "sglang.srt.layers.logits_processor.LogitsProcessor._compute_lm_head"
 TRITON_BACKEND_INIT = "sglang.srt.layers.attention.triton_backend.TritonAttnBackend.__init__"
+WEIGHT_UPDATES = tuple(
+    f"sglang.srt.managers.scheduler_components.weight_updater.SchedulerWeightUpdaterManager.{method}"
+    for method in (
+        "update_weights_from_disk",
+        "update_weights_from_distributed",
+        "update_weights_from_tensor",
+        "update_weights_from_ipc",
+    )
+)
 SPLITKV_ENV = "SGLANG_DFLASH_SPLITKV"
 
 
@@ -246,11 +257,12 @@ OUR_HOOKS = (
 def cpu_engine_hooks() -> list[tuple[str, object, str]]:
     """The few-row linear hooks, installed only where SGLang runs on the CPU
     (``SGLANG_USE_CPU_ENGINE=1``): GPU linears keep no extra Python frame."""
-    from .cpu_backend import small_batch_linear_apply, small_batch_lm_head
+    from .cpu_backend import forget_packed_after, small_batch_linear_apply, small_batch_lm_head
 
     return [
         (UNQUANTIZED_LINEAR, small_batch_linear_apply, "AROUND"),
         (COMPUTE_LM_HEAD, small_batch_lm_head, "AROUND"),
+        *((update, forget_packed_after, "AROUND") for update in WEIGHT_UPDATES),
     ]
 
 

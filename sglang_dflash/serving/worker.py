@@ -212,41 +212,48 @@ def deferred_verify_logits(model_runner, shard: TPShard) -> DeferredLogits | Non
     return DeferredLogits(processor)
 
 
-def small_batch_linears_setting(device, lm_head: torch.Tensor | None = None) -> bool:
-    """Few-row linears (:mod:`..kernels.small_batch_linear`) in the decode step, on a CPU device:
-    ``SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR`` ``1`` or ``0``, or ``auto`` (default): where the
-    few-row product beats ``F.linear`` on the target's float32 ``lm_head`` weight, timed here."""
+def small_batch_linears_setting(device, lm_head: torch.Tensor | None = None) -> str | None:
+    """The few-row product (:mod:`..kernels.small_batch_linear`) of the decode step on a CPU
+    device, or None for ``F.linear``: ``SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR`` ``1`` (``mm(W,
+    x.T)``), ``packed`` (MKL's GEMM over once-packed weights) or ``0``, or ``auto`` (default): the
+    faster of the two where it beats ``F.linear`` on the target's float32 ``lm_head``, timed here."""
     value = os.environ.get(small_batch_linear.ENV, "auto").strip()
     if value not in small_batch_linear.SETTINGS:
         raise ValueError(
             f"sglang-dflash: {small_batch_linear.ENV} is {value!r}; expected 'auto' (default: the "
-            "faster product, timed at startup), '1' or '0'"
+            "fastest product, timed at startup), '1', 'packed' or '0'"
         )
     if torch.device(device).type != "cpu" or value == "0":
-        return False
+        return None
     if value == "1":
-        return True
+        return small_batch_linear.MM
+    if value == small_batch_linear.PACKED:
+        if not small_batch_linear.packed_product_is_exact():
+            raise ValueError(
+                f"sglang-dflash: {small_batch_linear.ENV} is 'packed', but this torch has no MKL "
+                "packed GEMM whose product equals F.linear's; expected 'auto', '1' or '0' here"
+            )
+        return small_batch_linear.PACKED
     if lm_head is None or lm_head.dtype != torch.float32 or lm_head.dim() != 2:
-        return False  # the few-row product applies to float32 only
-    pays, few_ms, linear_ms = small_batch_linear.few_row_product_pays(lm_head)
+        return None  # the few-row products apply to float32 only
+    product, times = small_batch_linear.fastest_product(lm_head)
     logger.info(
-        "sglang-dflash few-row linears %s: the lm_head over %d rows takes %.1f ms (F.linear %.1f ms)",
-        "on" if pays else "off",
+        "sglang-dflash few-row linears: %s (the lm_head over %d rows: %s)",
+        product or "off, F.linear",
         small_batch_linear.CHEAP_ROWS,
-        few_ms,
-        linear_ms,
+        ", ".join(f"{name} {ms:.1f} ms" for name, ms in times.items()),
     )
-    return pays
+    return product
 
 
-def step_uses_few_row_linears(enabled: bool, verify_width: int) -> bool:
-    """Whether a decode step runs its linears through the few-row product (when ``enabled``).
+def step_uses_few_row_linears(product: str | None, verify_width: int) -> str | None:
+    """The few-row product a decode step runs its linears through (``product``, or None).
 
     A width-1 step is plain decoding's shape (one row per request) and keeps plain decoding's
     product, so the adaptive policy's plain steps cost what plain decoding costs: at 6-12 rows, a
     batch of that many requests, the few-row product is slower than ``F.linear`` on small weights.
     """
-    return enabled and verify_width > 1
+    return product if verify_width > 1 else None
 
 
 def check_draft_dtype(target_dtype: torch.dtype, draft_dtype: torch.dtype) -> None:
