@@ -208,6 +208,17 @@ def test_packed_copies_are_made_once_and_dropped_with_their_weight_or_an_update(
     assert len(small_batch_linear._packed) == 0  # no copy outlives its weight
 
 
+@needs_mkl
+def test_timing_keeps_a_packed_copy_only_of_a_parameter():
+    """The startup timing packs the lm_head; only a parameter's copy is used later, so only it stays."""
+    small_batch_linear.forget_packed()
+    small_batch_linear.fastest_product(torch.randn(512, 32))
+    assert len(small_batch_linear._packed) == 0
+    head = torch.nn.Parameter(torch.randn(512, 32), requires_grad=False)
+    small_batch_linear.fastest_product(head)
+    assert len(small_batch_linear._packed) == 1
+
+
 def test_a_plain_tensor_weight_takes_mm_even_when_packed_is_active():
     """Only parameters are packed: a weight made per call would be packed per call."""
     x, weight = torch.randn(3, 8), torch.randn(4, 8)

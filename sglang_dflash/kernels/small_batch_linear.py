@@ -201,6 +201,8 @@ def fastest_product(weight: torch.Tensor) -> tuple[str | None, dict[str, float]]
     paying: list[tuple[float, str]] = []
     for product in candidates:
         pays, few_ms, linear_ms = few_row_product_pays(weight, product=product)
+        if product == PACKED and not isinstance(weight, torch.nn.Parameter):
+            _packed.pop(id(weight), None)  # few_row_product packs parameters only: not kept for it
         times[product] = few_ms
         times["F.linear"] = min(linear_ms, times.get("F.linear", linear_ms))
         if pays:
