@@ -1,5 +1,5 @@
 """SGLang's own test kits for speculative servers (``sglang.test.kits``) against our DFLASH server on
-this CPU: SmolLM2-135M-Instruct in float32, the shipped drafter, the overlap scheduler, default flags.
+this CPU: SmolLM2-135M-Instruct in float32, the shipped drafter, default flags (on CPU: no overlap scheduler).
 
 The kits are the host's definition of "a speculative server works": unittest mixins whose
 ``test_*`` methods read ``self.base_url``, ``self.model``, ``self.process``, ``self.tokenizer`` and
