@@ -271,6 +271,10 @@ class CpuServer:
             time.sleep(1)
         raise TimeoutError(f"server still busy after {timeout_s} s:\n{self.log_tail()}")
 
+    def server_info(self) -> dict:
+        """The arguments the server runs with, as SGLang reports them (``/server_info``)."""
+        return requests.get(self.base + "/server_info", timeout=30).json()
+
     def load(self) -> dict:
         """The scheduler's load snapshot (``/v1/loads``, data-parallel rank 0)."""
         return requests.get(self.base + "/v1/loads", timeout=10).json()["loads"][0]

@@ -102,6 +102,11 @@ def test_openai_chat_completions_and_acceptance_in_meta_info(server):
     assert meta["spec_accept_length"] == pytest.approx(meta["completion_tokens"] / meta["spec_verify_ct"])
 
 
+def test_the_server_kept_the_overlap_scheduler(server):
+    """SGLANG_DFLASH_CPU_OVERLAP=1 (``overlap=True``) keeps what our CPU handling turns off."""
+    assert server.server_info()["disable_overlap_schedule"] is False
+
+
 def test_server_shuts_down_cleanly(server):
     """Last in this module: it stops the server the tests above shared."""
     check_shutdown_is_clean(server)

@@ -48,6 +48,13 @@ def server(smollm2, drafter, reference, tmp_path_factory):
     started.shutdown()
 
 
+def test_default_flags_run_without_the_overlap_scheduler(server):
+    """On CPU our handling turns SGLang's overlap scheduler off (cpu_backend.cpu_overlap_setting)."""
+    info = server.server_info()
+    assert info["disable_overlap_schedule"] is True and info["device"] == "cpu"
+    assert "the overlap scheduler is off" in server.log_tail(1_000_000)
+
+
 def test_the_shipped_tree_branches_and_fills_the_block():
     tree = load_tree(TREE)
     assert tree.num_nodes == 16 and len(set(tree.parents)) < len(tree.parents)
