@@ -539,7 +539,8 @@ def _greedy_pair(args, device: str = "cpu"):
 
     from . import SamplingParams, load_drafter
 
-    torch.set_num_threads(args.threads) if device == "cpu" else None
+    if device == "cpu":
+        torch.set_num_threads(args.threads)
     tokenizer = AutoTokenizer.from_pretrained(args.target)
     target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).to(device).eval()
     drafter = load_drafter(args.drafter, target_config=target.config, device=device)
