@@ -189,6 +189,36 @@ def test_the_packed_product_equals_f_linear_at_2_to_16_rows(shape):
 
 
 @needs_mkl
+@pytest.mark.parametrize("rows", [17, 64, 100, 256])
+def test_the_packed_product_takes_a_whole_batchs_block_up_to_256_rows(rows):
+    """Past 16 rows only the packed product applies (mm(W, x.T) loses to F.linear there), and only
+    to parameters; past PACKED_MAX_ROWS F.linear takes over."""
+    x, plain = torch.randn(rows, 96), torch.randn(200, 96)
+    weight = torch.nn.Parameter(plain.clone(), requires_grad=False)
+    with small_batch_linears("packed"):
+        assert small_batch_linear.applies(x, weight)
+        assert not small_batch_linear.applies(x, plain)  # not a parameter: not packed, mm's 16 rows
+        assert torch.allclose(linear(x, weight), F.linear(x, weight), atol=1e-4)
+        assert not small_batch_linear.applies(torch.randn(257, 96), weight)
+    with small_batch_linears("mm"):
+        assert not small_batch_linear.applies(x, weight)
+
+
+@needs_mkl
+def test_the_startup_check_covers_every_row_count_the_packed_product_takes(monkeypatch):
+    checked = []
+    real = small_batch_linear.packed_product
+
+    def counting(x, weight, bias=None):
+        checked.append(x.shape[0])
+        return real(x, weight, bias)
+
+    monkeypatch.setattr(small_batch_linear, "packed_product", counting)
+    assert small_batch_linear.packed_product_is_exact()
+    assert checked == list(range(small_batch_linear.MIN_ROWS, small_batch_linear.PACKED_MAX_ROWS + 1))
+
+
+@needs_mkl
 def test_packed_copies_are_made_once_and_dropped_with_their_weight_or_an_update():
     weight = torch.nn.Parameter(torch.randn(64, 32), requires_grad=False)
     small_batch_linear.forget_packed()

@@ -24,8 +24,9 @@ server's life.
 
 The faster product is used only where it is switched on: inside :func:`small_batch_linears` (the
 DFLASH worker's decode step on a CPU device), for float32 CPU tensors of ``MIN_ROWS..MAX_ROWS``
-rows, when ``SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR`` is ``auto`` (the default) and the startup
-measurement found one faster, or ``1`` (``mm(W, x.T)``) or ``packed``.  Everything else, prefill
+rows (``PACKED_MAX_ROWS`` for the packed product, a whole batch's blocks), when
+``SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR`` is ``auto`` (the default) and the startup measurement
+found one faster, or ``1`` (``mm(W, x.T)``) or ``packed``.  Everything else, prefill
 and plain decoding among it, keeps ``F.linear``.  The products sum in a different order, so
 results differ in the last float32 bits; greedy output stays the target's (the serving tests
 compare it with plain decoding).
@@ -48,6 +49,13 @@ MM, PACKED = "mm", "packed"  # the products: mm(W, x.T), and MKL's GEMM over a o
 # a few percent where neither wins, and a step takes many such products.
 PAYS_BELOW = 0.9
 MIN_ROWS, MAX_ROWS = 2, 16  # one row is a matrix-vector product already; past 16 F.linear catches up
+# The packed product keeps beating F.linear far past 16 rows (SmolLM2's 30 layers at 64 rows: 53 ms
+# against 63, at 256: 161 against 194), so it takes the verify and draft blocks of a whole batch.
+PACKED_MAX_ROWS = 256
+# The rows MKL packs a weight for.  The packed copy serves any row count, but its GEMM is tuned to
+# this one: packed for 4 rows, 16 rows cost 40 ms over the 30 layers and 64 rows 80; packed for
+# 128, 31 and 53, with 1-8 rows unchanged (bench/README.md, 2026-12-06).
+PACK_FOR_ROWS = 128
 # Rows whose few-row product costs about one row's: it reads the weight once and the arithmetic
 # hides behind the read (the 49152 x 576 lm_head: 15-21 ms for 1-4 rows, 37 ms for 8).
 CHEAP_ROWS = 4
@@ -58,7 +66,7 @@ _active: str | None = None  # the product inside small_batch_linears, None outsi
 @contextlib.contextmanager
 def small_batch_linears(product: bool | str | None = True) -> Iterator[None]:
     """Within the block, :func:`linear` (and the host's hooked linears) use the few-row
-    ``product`` for float32 CPU inputs of ``MIN_ROWS..MAX_ROWS`` rows: ``True`` or ``"mm"``
+    ``product`` for float32 CPU inputs of ``MIN_ROWS`` to :func:`max_rows` rows: ``True`` or ``"mm"``
     ``mm(W, x.T)``, ``"packed"`` :func:`packed_product`; ``False`` or ``None`` changes nothing."""
     global _active
     previous = _active
@@ -75,7 +83,14 @@ def applies(x: torch.Tensor, weight: torch.Tensor) -> bool:
         return False
     if x.dtype != torch.float32 or weight.dtype != torch.float32 or weight.dim() != 2:
         return False
-    return MIN_ROWS <= x.numel() // max(x.shape[-1], 1) <= MAX_ROWS
+    return MIN_ROWS <= x.numel() // max(x.shape[-1], 1) <= max_rows(weight)
+
+
+def max_rows(weight: torch.Tensor) -> int:
+    """The most rows the active product takes for ``weight``: the packed product's for parameters
+    (the weights it packs), ``mm(W, x.T)``'s otherwise."""
+    packed = _active == PACKED and isinstance(weight, torch.nn.Parameter)
+    return PACKED_MAX_ROWS if packed else MAX_ROWS
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -125,8 +140,8 @@ def packed_weight(weight: torch.Tensor) -> torch.Tensor:
     entry = _packed.get(key)
     if entry is not None and entry[0]() is weight and entry[1] == weight._version:
         return entry[2]
-    # The packed layout depends on N and K only; the row count given here only sizes MKL's buffer.
-    packed = torch.ops.mkl._mkl_reorder_linear_weight(weight.detach(), CHEAP_ROWS)
+    # One copy serves every row count (packed_product_is_exact checks it); PACK_FOR_ROWS tunes it.
+    packed = torch.ops.mkl._mkl_reorder_linear_weight(weight.detach(), PACK_FOR_ROWS)
     _packed[key] = (weakref.ref(weight, lambda _, key=key: _packed.pop(key, None)), weight._version, packed)
     return packed
 
@@ -148,17 +163,18 @@ def packed_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
-def packed_product_is_exact(rows: range = range(MIN_ROWS, MAX_ROWS + 1)) -> bool:
+def packed_product_is_exact(rows: range = range(MIN_ROWS, PACKED_MAX_ROWS + 1)) -> bool:
     """Whether :func:`packed_product` equals ``F.linear`` (to float32 rounding) at every row count
-    in ``rows`` on this MKL: the guard on the packed copy being independent of the row count."""
+    in ``rows`` on this MKL: the guard on one packed copy serving every row count.  The weight's
+    sides are no multiple of MKL's panel widths, so its edge cases run too."""
     if not packed_available():
         return False
     generator = torch.Generator().manual_seed(0)
-    weight = torch.nn.Parameter(torch.randn(96, 40, generator=generator), requires_grad=False)
-    bias = torch.randn(96, generator=generator)
+    weight = torch.nn.Parameter(torch.randn(200, 72, generator=generator), requires_grad=False)
+    bias = torch.randn(200, generator=generator)
     with torch.inference_mode():
         for count in rows:
-            x = torch.randn(count, 40, generator=generator)
+            x = torch.randn(count, weight.shape[1], generator=generator)
             if not torch.allclose(packed_product(x, weight, bias), F.linear(x, weight, bias), atol=1e-4):
                 return False
     return True
