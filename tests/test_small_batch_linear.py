@@ -119,13 +119,18 @@ def test_the_worker_takes_the_product_startup_timing_chose_unless_told(monkeypat
     timed = []
     for chosen in ("packed", "mm", None):
 
-        def measured(weight, chosen=chosen):
-            timed.append(weight)
+        def measured(weights, chosen=chosen):
+            timed.append(weights)
             return chosen, {"F.linear": 2.0}
 
         monkeypatch.setattr(small_batch_linear, "fastest_product", measured)
-        assert small_batch_linears_setting("cpu", head) == chosen  # auto: as measured on the lm_head
-    assert all(w is head for w in timed) and len(timed) == 3
+        assert small_batch_linears_setting("cpu", head) == chosen  # auto: as measured
+    assert all(len(w) == 1 and w[0] is head for w in timed) and len(timed) == 3
+    model = torch.nn.Module()
+    model.layer = torch.nn.Linear(32, 64)
+    model.lm_head = torch.nn.Linear(32, 256, bias=False)
+    small_batch_linears_setting("cpu", model.lm_head.weight, model)  # the model's linears, its lm_head once
+    assert [id(w) for w in timed.pop()] == [id(model.layer.weight), id(model.lm_head.weight)]
     assert small_batch_linears_setting("cpu", head.bfloat16()) is None  # float32 only: nothing to time
     assert small_batch_linears_setting("cuda:0", head) is None and len(timed) == 3
     monkeypatch.setenv(small_batch_linear.ENV, "1")
@@ -148,19 +153,24 @@ def test_the_worker_takes_the_product_startup_timing_chose_unless_told(monkeypat
 
 @pytest.mark.parametrize("packed_exact", [True, False])
 def test_auto_takes_the_faster_paying_product_or_none(monkeypatch, packed_exact):
-    """fastest_product: the quicker of mm and packed among those under PAYS_BELOW of F.linear;
-    packed only where MKL's packed product is exact."""
+    """fastest_product: the quicker of mm and packed among those that pay against F.linear (mm
+    under PAYS_BELOW of its time, packed under PACKED_PAYS_BELOW); packed only where MKL's packed
+    product is exact."""
     monkeypatch.setattr(small_batch_linear, "packed_product_is_exact", lambda: packed_exact)
     for times, expected in (
         ({"mm": 8.0, "packed": 6.0}, "packed" if packed_exact else "mm"),  # both pay against 10 ms
         ({"mm": 6.0, "packed": 8.0}, "mm"),
         ({"mm": 9.5, "packed": 7.0}, "packed" if packed_exact else None),  # mm is within 10%: no pay
-        ({"mm": 9.5, "packed": 9.5}, None),
+        ({"mm": 9.5, "packed": 9.5}, "packed" if packed_exact else None),  # packed pays when not slower
+        ({"mm": 9.5, "packed": 10.0}, None),
     ):
 
         def measured(weight, product, times=times):
             ms = times[product]
-            return ms < small_batch_linear.PAYS_BELOW * 10.0, ms, 10.0
+            below = (
+                small_batch_linear.PACKED_PAYS_BELOW if product == "packed" else small_batch_linear.PAYS_BELOW
+            )
+            return ms < below * 10.0, ms, 10.0
 
         monkeypatch.setattr(small_batch_linear, "few_row_product_pays", measured)
         product, measured_times = small_batch_linear.fastest_product(torch.randn(8, 4))
@@ -277,10 +287,59 @@ def test_the_startup_timing_compares_both_products_on_the_weight():
     assert few_ms > 0 and linear_ms > 0 and pays == (few_ms < small_batch_linear.PAYS_BELOW * linear_ms)
 
 
-def test_a_width_1_step_keeps_plain_decodings_product():
+def test_the_startup_timing_runs_over_a_steps_linears():
+    """Timed on several weights, each timing multiplies every one; the worker gives the target's
+    float32 linear weights, not its embeddings, norms or other dtypes."""
+    from sglang_dflash.serving.worker import target_linear_weights
+
+    calls = []
+    ticks = iter(range(10_000))
+
+    def clock() -> float:
+        calls.append(True)
+        return next(ticks) / 1024
+
+    weights = [torch.randn(64, 16), torch.randn(16, 48)]
+    pays, few_ms, linear_ms = small_batch_linear.few_row_product_pays(weights, repeats=2, clock=clock)
+    assert len(calls) == 2 * 2 * (2 + 1)  # start and end, both products, repeats and the warm-up
+    assert few_ms == linear_ms > 0 and not pays
+    model = torch.nn.Module()
+    model.embed_tokens = torch.nn.Embedding(10, 16)
+    model.proj = torch.nn.Linear(16, 8)
+    model.norm = torch.nn.LayerNorm(8)
+    model.half_proj = torch.nn.Linear(8, 8).bfloat16()
+    assert [id(w) for w in target_linear_weights(model)] == [id(model.proj.weight)]
+    model.more = torch.nn.Linear(16, 8)
+    everything = [id(model.proj.weight), id(model.more.weight)]
+    assert [id(w) for w in target_linear_weights(model)] == everything
+    one_weight = model.proj.weight.numel() * 4
+    assert [id(w) for w in target_linear_weights(model, budget_bytes=one_weight)] == everything[:1]
+    assert len(target_linear_weights(model, budget_bytes=1)) == 1  # at least one, however large
+
+
+def test_the_startup_timing_takes_each_products_fastest_turn():
+    """Other work on the machine only adds time: a slow turn of either product is ignored (by
+    medians, 9.2 against 10.1 ms, mm would not pay; by the fastest turns, 8.5 against 10, it does)."""
+    durations = iter([99.0, 99.0, 10.0, 8.5, 30.0, 9.2, 10.1, 40.0])  # warm-ups, then in turns, ms
+    now, started = [0.0], [False]
+
+    def clock() -> float:
+        if started[0]:
+            now[0] += next(durations) / 1e3
+        started[0] = not started[0]
+        return now[0]
+
+    pays, few_ms, linear_ms = small_batch_linear.few_row_product_pays(
+        torch.randn(64, 16), rows=4, repeats=3, clock=clock
+    )
+    assert (few_ms, linear_ms) == pytest.approx((8.5, 10.0)) and pays
+
+
+def test_a_width_1_step_keeps_plain_decodings_product_unless_packed():
     from sglang_dflash.serving.worker import step_uses_few_row_linears
 
     assert step_uses_few_row_linears("mm", 4) == step_uses_few_row_linears("mm", 16) == "mm"
     assert step_uses_few_row_linears("packed", 4) == "packed"
     assert step_uses_few_row_linears("mm", 1) is None  # plain decoding's shape: plain decoding's product
+    assert step_uses_few_row_linears("packed", 1) == "packed"  # faster than F.linear at any batch
     assert step_uses_few_row_linears(None, 4) is None

@@ -182,8 +182,8 @@ def test_report_gives_step_cost_and_the_phase_table():
     assert rows["baseline"]["step_cost"] is None
     table = phase_table(list(rows.values()))
     assert (
-        "| d | 1 | dflash | 2.00 | 0.50 | 4.00 | 24 | 16:24 | 16:300.0 | - | - | 300.0 |" in table
-    )  # no graphs on CPU, no staged verify in this profile
+        "| d | 1 | dflash | 2.00 | 0.50 | 4.00 | 24 | 16:24 | 16:300.0 | - | - | - | 300.0 |" in table
+    )  # no graphs on CPU, no staged verify and no noted product in this profile
     assert "baseline" not in table
     assert step_cost(1.5, float("nan")) is None
 
@@ -209,3 +209,36 @@ def test_per_group_staged_verifies_come_from_the_cpu_profiles_counts():
     }
     assert profile_delta(before, after)["staged"] == "16/20 second 7 cut 3"
     assert "staged" not in profile_delta(None, {"steps": 3, "totals_ms": {"verify_ms": 3.0}})
+
+
+def test_each_group_shows_the_product_the_cpu_servers_linears_took(tmp_path):
+    """The worker notes its startup timing's choice in the profile; the bench's row shows it (a
+    server whose timing chose F.linear is a fifth slower here, and nothing else would show it)."""
+    import json
+
+    from sglang_dflash.bench.report import PHASE_COLUMNS, summarize
+    from sglang_dflash.serving.worker import NO_PROFILER, WallClockProfiler
+
+    path = tmp_path / "profile.json"
+    profiler = WallClockProfiler(str(path))
+    profiler.note("linears", "packed")
+    profiler.begin_step()
+    profiler.end_step(16)
+    after = json.loads(path.read_text())
+    assert after["notes"] == {"linears": "packed"}
+    assert profile_delta(None, after)["linears"] == "packed"
+    assert "linears" not in profile_delta(None, {"steps": 3, "totals_ms": {"verify_ms": 3.0}})
+    assert NO_PROFILER.note("linears", "packed") is None
+    assert ("linears", 0) in PHASE_COLUMNS
+    sample = {
+        "completion_tokens": 4,
+        "latency": 1.0,
+        "ttft": 0.1,
+        "spec_verify_ct": 2,
+        "spec_accept_length": 2.0,
+    }
+    group = {"dataset": "d", "concurrency": 1, "wall_seconds": 1.0, "samples": [sample]}
+    rows = summarize(
+        {"modes": [{"mode": "dflash", "groups": [{**group, "step_profile": {"linears": "mm"}}]}]}
+    )
+    assert rows[0]["linears"] == "mm"

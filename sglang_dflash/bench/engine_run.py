@@ -171,6 +171,7 @@ def profile_delta(before: dict | None, after: dict | None) -> dict | None:
         "width_ms": format_width_ms(before, after),
         "graphs": format_graph_steps(before, after, steps),
         "staged": format_staged_steps(before, after, steps),
+        "linears": after.get("notes", {}).get("linears", ""),  # CPU: the product the linears took
     }
     return {**means, "steps": steps, **{name: text for name, text in tallies.items() if text}}
 

@@ -48,6 +48,7 @@ def summarize(raw: dict) -> list[dict]:
             row["width_ms"] = profile.get("width_ms")
             row["graphs"] = profile.get("graphs")
             row["staged"] = profile.get("staged")
+            row["linears"] = profile.get("linears")
             row["step_cost"] = step_cost(row.get("tau"), row["speedup"])
             rows.append(row)
     return rows
@@ -114,6 +115,7 @@ PHASE_COLUMNS = [
     ("width_ms", 0),  # mean step time per verify width, "width:ms"
     ("graphs", 0),  # GPU: steps whose draft / verify pass replayed a CUDA graph, "draft n/N verify n/N"
     ("staged", 0),  # CPU: staged steps, second-pass requests, onward requests cut, "n/N second m cut k"
+    ("linears", 0),  # CPU: the product the step's linears took (the worker's startup timing)
     *((name, 1) for name in PHASE_NAMES),
 ]
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -48,13 +48,20 @@ MM, PACKED = "mm", "packed"  # the products: mm(W, x.T), and MKL's GEMM over a o
 # The few-row product must beat F.linear by this factor at startup to be used: the two differ by
 # a few percent where neither wins, and a step takes many such products.
 PAYS_BELOW = 0.9
+# The packed product pays wherever it is not slower: it gains least on the lm_head (one weight read
+# from memory, 0.82-1.0 of F.linear's time at 4 rows) and most on the layers' smaller weights
+# (0.70 over SmolLM2's step at 4 rows).  Timed on the lm_head alone against 0.9, it was turned down
+# in 2 of 8 startups on this Xeon, each such server a fifth slower; the worker now times the whole
+# step's weights (0.70, the same in every startup).
+PACKED_PAYS_BELOW = 1.0
 MIN_ROWS, MAX_ROWS = 2, 16  # one row is a matrix-vector product already; past 16 F.linear catches up
-# The packed product keeps beating F.linear far past 16 rows (SmolLM2's 30 layers at 64 rows: 53 ms
-# against 63, at 256: 161 against 194), so it takes the verify and draft blocks of a whole batch.
+# The packed product keeps beating F.linear far past 16 rows (SmolLM2's 30 layers at 64 rows: 72 ms
+# against 93, at 256: 243 against 259), so it takes the verify and draft blocks of a whole batch.
 PACKED_MAX_ROWS = 256
 # The rows MKL packs a weight for.  The packed copy serves any row count, but its GEMM is tuned to
-# this one: packed for 4 rows, 16 rows cost 40 ms over the 30 layers and 64 rows 80; packed for
-# 128, 31 and 53, with 1-8 rows unchanged (bench/README.md, 2026-12-06).
+# this one: packed for 4 rows, 16 rows cost 44 ms over the 30 layers and 64 rows 93 (F.linear's 46
+# and 93); packed for 128, 36 and 72, 1-8 rows the same (bench/results/2026-12-06-cpu-packed-for-
+# 128-rows/linear-rows).
 PACK_FOR_ROWS = 128
 # Rows whose few-row product costs about one row's: it reads the weight once and the arithmetic
 # hides behind the read (the 49152 x 576 lm_head: 15-21 ms for 1-4 rows, 37 ms for 8).
@@ -181,44 +188,55 @@ def packed_product_is_exact(rows: range = range(MIN_ROWS, PACKED_MAX_ROWS + 1)) 
 
 
 def few_row_product_pays(
-    weight: torch.Tensor,
+    weights: torch.Tensor | Sequence[torch.Tensor],
     rows: int = CHEAP_ROWS,
     repeats: int = 5,
     clock: Callable[[], float] = time.perf_counter,
     product: str = MM,
 ) -> tuple[bool, float, float]:
     """Whether ``product`` (:data:`MM` or :data:`PACKED`) beats ``F.linear`` over ``rows`` rows of
-    ``weight`` on this CPU: (pays, its median ms, F.linear's median ms) over ``repeats`` timings
-    each, after one warm-up; it pays below :data:`PAYS_BELOW` of ``F.linear``'s time."""
-    x = torch.randn(rows, weight.shape[1], dtype=weight.dtype)
+    ``weights`` (one weight, or every weight of a step, each multiplied in turn) on this CPU:
+    (pays, its fastest ms, F.linear's fastest ms) over ``repeats`` timings each, taken in turns
+    after one warm-up of each (other work on the machine only adds time, and in turns it falls on
+    both); it pays below :data:`PAYS_BELOW` of ``F.linear``'s time (:data:`PACKED_PAYS_BELOW` for
+    the packed product)."""
+    weights = [weights] if isinstance(weights, torch.Tensor) else list(weights)
+    inputs = {w.shape[1]: torch.randn(rows, w.shape[1], dtype=w.dtype) for w in weights}
     few = packed_product if product == PACKED else mm_product
 
-    def median_ms(multiply: Callable[[], torch.Tensor]) -> float:
-        multiply()
-        times = []
-        for _ in range(repeats):
-            began = clock()
-            multiply()
-            times.append((clock() - began) * 1e3)
-        return sorted(times)[len(times) // 2]
+    def ms(multiply: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> float:
+        began = clock()
+        for weight in weights:
+            multiply(inputs[weight.shape[1]], weight)
+        return (clock() - began) * 1e3
 
+    linear_times, few_times = [], []
     with torch.inference_mode():
-        linear_ms = median_ms(lambda: F.linear(x, weight))
-        few_ms = median_ms(lambda: few(x, weight))
-    return few_ms < PAYS_BELOW * linear_ms, few_ms, linear_ms
+        ms(F.linear), ms(few)  # warm-ups (the packed product packs here)
+        for _ in range(repeats):
+            linear_times.append(ms(F.linear))
+            few_times.append(ms(few))
+    few_ms, linear_ms = min(few_times), min(linear_times)
+    return few_ms < (PACKED_PAYS_BELOW if product == PACKED else PAYS_BELOW) * linear_ms, few_ms, linear_ms
 
 
-def fastest_product(weight: torch.Tensor) -> tuple[str | None, dict[str, float]]:
-    """The few-row product to use on this CPU, timed on ``weight`` (the target's lm_head): the
-    faster of :data:`MM` and :data:`PACKED` (where MKL has it and :func:`packed_product_is_exact`)
-    if it pays against ``F.linear``, else None; and every time measured (ms, by name)."""
+def fastest_product(
+    weights: torch.Tensor | Sequence[torch.Tensor],
+) -> tuple[str | None, dict[str, float]]:
+    """The few-row product to use on this CPU, timed on ``weights`` (the target's linears and
+    lm_head): the faster of :data:`MM` and :data:`PACKED` (where MKL has it and
+    :func:`packed_product_is_exact`) if it pays against ``F.linear``, else None; and every time
+    measured (ms, by name)."""
+    weights = [weights] if isinstance(weights, torch.Tensor) else list(weights)
     candidates = [MM] + ([PACKED] if packed_product_is_exact() else [])
     times: dict[str, float] = {}
     paying: list[tuple[float, str]] = []
     for product in candidates:
-        pays, few_ms, linear_ms = few_row_product_pays(weight, product=product)
-        if product == PACKED and not isinstance(weight, torch.nn.Parameter):
-            _packed.pop(id(weight), None)  # few_row_product packs parameters only: not kept for it
+        pays, few_ms, linear_ms = few_row_product_pays(weights, product=product)
+        if product == PACKED:  # few_row_product packs parameters only: no other copy is kept for it
+            for weight in weights:
+                if not isinstance(weight, torch.nn.Parameter):
+                    _packed.pop(id(weight), None)
         times[product] = few_ms
         times["F.linear"] = min(linear_ms, times.get("F.linear", linear_ms))
         if pays:

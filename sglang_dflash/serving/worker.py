@@ -212,11 +212,43 @@ def deferred_verify_logits(model_runner, shard: TPShard) -> DeferredLogits | Non
     return DeferredLogits(processor)
 
 
-def small_batch_linears_setting(device, lm_head: torch.Tensor | None = None) -> str | None:
+# The startup timing reads its weights a dozen times; past this many bytes (SmolLM2's 120 linears
+# are 0.4 GiB) it takes the first layers' only, which stream from memory as the step's do.
+TIMED_LINEAR_BYTES = 512 * 2**20
+
+
+def target_linear_weights(
+    model: torch.nn.Module, budget_bytes: int = TIMED_LINEAR_BYTES
+) -> list[torch.Tensor]:
+    """The float32 weights of ``model``'s linear layers (2-D ``*.weight`` parameters, embeddings
+    left out) in model order, up to ``budget_bytes`` of them: what a decode step multiplies, for
+    timing the few-row products on."""
+    weights, total = [], 0
+    for name, param in model.named_parameters():
+        if (
+            not name.endswith(".weight")
+            or "embed" in name
+            or param.dim() != 2
+            or param.dtype != torch.float32
+        ):
+            continue
+        total += param.numel() * param.element_size()
+        if weights and total > budget_bytes:
+            break
+        weights.append(param)
+    return weights
+
+
+def small_batch_linears_setting(
+    device, lm_head: torch.Tensor | None = None, model: torch.nn.Module | None = None
+) -> str | None:
     """The few-row product (:mod:`..kernels.small_batch_linear`) of the decode step on a CPU
     device, or None for ``F.linear``: ``SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR`` ``1`` (``mm(W,
     x.T)``), ``packed`` (MKL's GEMM over once-packed weights) or ``0``, or ``auto`` (default): the
-    faster of the two where it beats ``F.linear`` on the target's float32 ``lm_head``, timed here."""
+    faster of the two where it beats ``F.linear`` on the target ``model``'s float32 linears
+    (:func:`target_linear_weights`) and ``lm_head`` together, timed here.  (The lm_head alone is a
+    poor judge: one weight read from memory costs about the same by any product, and the choice
+    flipped between startups.)"""
     value = os.environ.get(small_batch_linear.ENV, "auto").strip()
     if value not in small_batch_linear.SETTINGS:
         raise ValueError(
@@ -236,10 +268,13 @@ def small_batch_linears_setting(device, lm_head: torch.Tensor | None = None) -> 
         return small_batch_linear.PACKED
     if lm_head is None or lm_head.dtype != torch.float32 or lm_head.dim() != 2:
         return None  # the few-row products apply to float32 only
-    product, times = small_batch_linear.fastest_product(lm_head)
+    linears = [] if model is None else target_linear_weights(model)
+    linears = [weight for weight in linears if weight is not lm_head]  # an untied lm_head is one
+    product, times = small_batch_linear.fastest_product([*linears, lm_head])
     logger.info(
-        "sglang-dflash few-row linears: %s (the lm_head over %d rows: %s)",
+        "sglang-dflash few-row linears: %s (%d linears and the lm_head over %d rows: %s)",
         product or "off, F.linear",
+        len(linears),
         small_batch_linear.CHEAP_ROWS,
         ", ".join(f"{name} {ms:.1f} ms" for name, ms in times.items()),
     )
@@ -249,11 +284,13 @@ def small_batch_linears_setting(device, lm_head: torch.Tensor | None = None) -> 
 def step_uses_few_row_linears(product: str | None, verify_width: int) -> str | None:
     """The few-row product a decode step runs its linears through (``product``, or None).
 
-    A width-1 step is plain decoding's shape (one row per request) and keeps plain decoding's
-    product, so the adaptive policy's plain steps cost what plain decoding costs: at 6-12 rows, a
-    batch of that many requests, the few-row product is slower than ``F.linear`` on small weights.
+    A width-1 step is plain decoding's shape (one row per request): with ``mm(W, x.T)`` it keeps
+    plain decoding's ``F.linear``, since at 6-12 rows, a batch of that many requests, ``mm`` is
+    slower than ``F.linear`` on small weights.  The packed product ties ``F.linear`` at 2 rows and
+    beats it from 4 (SmolLM2's 30 layers at 16 rows: 36 ms against 46), so a width-1 step of the
+    adaptive policy takes it too (one request is one row: ``F.linear`` either way).
     """
-    return product if verify_width > 1 else None
+    return product if verify_width > 1 or product == small_batch_linear.PACKED else None
 
 
 def check_draft_dtype(target_dtype: torch.dtype, draft_dtype: torch.dtype) -> None:
@@ -355,6 +392,8 @@ class PhaseProfiler(Protocol):
 
     def count(self, name: str, value: int) -> None: ...
 
+    def note(self, name: str, value: str) -> None: ...
+
 
 class _NoProfiler:
     """Profiling off: every phase is a no-op, so the step body has no profiling branches."""
@@ -376,6 +415,10 @@ class _NoProfiler:
 
     def count(self, name: str, value: int) -> None:
         """Add ``value`` to the running count ``name`` (e.g. requests a staged second pass scored)."""
+        return None
+
+    def note(self, name: str, value: str) -> None:
+        """Record a fact of the server's setup for the profile (e.g. the product its linears take)."""
         return None
 
 
@@ -430,6 +473,7 @@ class WallClockProfiler(_NoProfiler):
         self.last_forward_end: float | None = None
         self.width_steps: dict[int, list[float]] = {}  # verify width -> [steps, total step ms]
         self.counts: dict[str, int] = {}  # running counts (count()), written as "counts"
+        self.notes: dict[str, str] = {}  # the server's setup (note()), written as "notes"
 
     @contextlib.contextmanager
     def _timed(self, name: str) -> Iterator[None]:
@@ -464,7 +508,9 @@ class WallClockProfiler(_NoProfiler):
         self.steps += 1
         count_width(self.width_steps, width, cur["step_ms"])
         self.step_start, self.last_forward_end = None, end
-        write_step_profile(self.path, self.totals, self.steps, self.width_steps, counts=self.counts)
+        write_step_profile(
+            self.path, self.totals, self.steps, self.width_steps, counts=self.counts, notes=self.notes
+        )
 
     def forward_done(self) -> None:
         """A prefill ended: the next step's host time starts here."""
@@ -472,6 +518,9 @@ class WallClockProfiler(_NoProfiler):
 
     def count(self, name: str, value: int) -> None:
         self.counts[name] = self.counts.get(name, 0) + value
+
+    def note(self, name: str, value: str) -> None:
+        self.notes[name] = value
 
 
 def make_profiler(path: str | None, device: torch.device) -> PhaseProfiler:
@@ -849,7 +898,9 @@ class DFlashWorker(BaseSpecWorker):
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
         self.mask_drafts = mask_drafts_setting()
         self.deferred_logits = deferred_verify_logits(target_worker.model_runner, self.tp_shard)
-        self.small_batch_linears = small_batch_linears_setting(self.device, head)
+        self.small_batch_linears = small_batch_linears_setting(
+            self.device, head, target_worker.model_runner.model
+        )
         self.first_pass_columns = first_pass_columns()
         self.second_pass = SecondPassGate(second_pass_policy())
         # The drafter's lm_head over the drafts' columns only (and, drafting greedily from a hot
@@ -857,6 +908,8 @@ class DFlashWorker(BaseSpecWorker):
         self.draft_columns_only = torch.device(self.device).type == "cpu"
         profile = os.environ.get(PROFILE_ENV)
         self.profiler = make_profiler(profile, self.device)
+        if torch.device(self.device).type == "cpu":  # the startup timing's choice, for the bench
+            self.profiler.note("linears", self.small_batch_linears or "F.linear")
         hot = getattr(self.draft_model, "hot_token_ids", None)
         logger.info(
             "sglang-dflash worker ready: block_size=%d, draft layers=%d, target layers %s, "
