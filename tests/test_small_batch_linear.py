@@ -165,14 +165,10 @@ def test_auto_takes_the_faster_paying_product_or_none(monkeypatch, packed_exact)
         ({"mm": 9.5, "packed": 10.0}, None),
     ):
 
-        def measured(weight, product, times=times):
-            ms = times[product]
-            below = (
-                small_batch_linear.PACKED_PAYS_BELOW if product == "packed" else small_batch_linear.PAYS_BELOW
-            )
-            return ms < below * 10.0, ms, 10.0
+        def measured(weights, products, times=times):
+            return {name: 10.0 if name == "F.linear" else times[name] for name in products}
 
-        monkeypatch.setattr(small_batch_linear, "few_row_product_pays", measured)
+        monkeypatch.setattr(small_batch_linear, "fastest_times", measured)
         product, measured_times = small_batch_linear.fastest_product(torch.randn(8, 4))
         assert product == expected
         assert measured_times["F.linear"] == 10.0 and ("packed" in measured_times) == packed_exact
@@ -277,13 +273,22 @@ def test_weight_updates_drop_the_packed_copies(monkeypatch):
     assert dropped == [True, True]  # after a failed update too: weights may be half written
 
 
+def mm_against_f_linear(weights, **timing) -> tuple[float, float, bool]:
+    """mm's and F.linear's fastest ms (small_batch_linear.fastest_times, F.linear timed first in
+    each turn) and whether mm pays."""
+    times = small_batch_linear.fastest_times(
+        weights, {"F.linear": F.linear, "mm": small_batch_linear.mm_product}, **timing
+    )
+    return times["mm"], times["F.linear"], small_batch_linear.pays("mm", times["mm"], times["F.linear"])
+
+
 def test_the_startup_timing_compares_both_products_on_the_weight():
     ticks = iter(range(0, 10_000))
-    pays, few_ms, linear_ms = small_batch_linear.few_row_product_pays(
+    few_ms, linear_ms, pays = mm_against_f_linear(
         torch.randn(64, 16), rows=4, repeats=3, clock=lambda: next(ticks) / 1024
     )
     assert few_ms == linear_ms == 1000 / 1024 and not pays  # equal times: F.linear stays
-    pays, few_ms, linear_ms = small_batch_linear.few_row_product_pays(torch.randn(4096, 512))
+    few_ms, linear_ms, pays = mm_against_f_linear(torch.randn(4096, 512))
     assert few_ms > 0 and linear_ms > 0 and pays == (few_ms < small_batch_linear.PAYS_BELOW * linear_ms)
 
 
@@ -300,7 +305,7 @@ def test_the_startup_timing_runs_over_a_steps_linears():
         return next(ticks) / 1024
 
     weights = [torch.randn(64, 16), torch.randn(16, 48)]
-    pays, few_ms, linear_ms = small_batch_linear.few_row_product_pays(weights, repeats=2, clock=clock)
+    few_ms, linear_ms, pays = mm_against_f_linear(weights, repeats=2, clock=clock)
     assert len(calls) == 2 * 2 * (2 + 1)  # start and end, both products, repeats and the warm-up
     assert few_ms == linear_ms > 0 and not pays
     model = torch.nn.Module()
@@ -329,9 +334,7 @@ def test_the_startup_timing_takes_each_products_fastest_turn():
         started[0] = not started[0]
         return now[0]
 
-    pays, few_ms, linear_ms = small_batch_linear.few_row_product_pays(
-        torch.randn(64, 16), rows=4, repeats=3, clock=clock
-    )
+    few_ms, linear_ms, pays = mm_against_f_linear(torch.randn(64, 16), rows=4, repeats=3, clock=clock)
     assert (few_ms, linear_ms) == pytest.approx((8.5, 10.0)) and pays
 
 

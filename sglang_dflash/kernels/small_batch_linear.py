@@ -10,8 +10,8 @@ against 17 ms).  bench/README.md has the measurements.
 
 Not every CPU agrees: on a Xeon with AMX (2026-12-06), ``F.linear`` was as fast or faster at
 4-16 rows (the lm_head at 4 rows: 9.1 ms against 12.1), and the few-row product made the DFLASH
-step 40% longer.  So the worker measures both on the target's lm_head at startup
-(:func:`few_row_product_pays`) unless told.
+step 40% longer.  So the worker measures them on the target's linears and lm_head at startup
+(:func:`fastest_product`) unless told.
 
 There, what makes ``F.linear`` slow at a few rows is MKL packing the weight again on every call
 (a small-row GEMM copies its panels before multiplying; the one-row product is a GEMV and does
@@ -93,11 +93,16 @@ def applies(x: torch.Tensor, weight: torch.Tensor) -> bool:
     return MIN_ROWS <= x.numel() // max(x.shape[-1], 1) <= max_rows(weight)
 
 
+def takes_packed(weight: torch.Tensor) -> bool:
+    """Whether ``weight`` takes the packed product now: ``"packed"`` is active and it is a
+    parameter (the weights it packs; a weight made per call would be packed per call)."""
+    return _active == PACKED and isinstance(weight, torch.nn.Parameter)
+
+
 def max_rows(weight: torch.Tensor) -> int:
-    """The most rows the active product takes for ``weight``: the packed product's for parameters
-    (the weights it packs), ``mm(W, x.T)``'s otherwise."""
-    packed = _active == PACKED and isinstance(weight, torch.nn.Parameter)
-    return PACKED_MAX_ROWS if packed else MAX_ROWS
+    """The most rows the active product takes for ``weight``: the packed product's where
+    :func:`takes_packed`, ``mm(W, x.T)``'s otherwise."""
+    return PACKED_MAX_ROWS if takes_packed(weight) else MAX_ROWS
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -110,7 +115,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 def few_row_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """``x @ weight.T (+ bias)`` by the active product, for callers that checked :func:`applies`:
     :func:`packed_product` for parameters when ``"packed"`` is active, ``mm(weight, x.T).T`` else."""
-    if _active == PACKED and isinstance(weight, torch.nn.Parameter):
+    if takes_packed(weight):
         return packed_product(x, weight, bias)
     return mm_product(x, weight, bias)
 
@@ -187,22 +192,19 @@ def packed_product_is_exact(rows: range = range(MIN_ROWS, PACKED_MAX_ROWS + 1)) 
     return True
 
 
-def few_row_product_pays(
+def fastest_times(
     weights: torch.Tensor | Sequence[torch.Tensor],
+    products: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]],
     rows: int = CHEAP_ROWS,
     repeats: int = 5,
     clock: Callable[[], float] = time.perf_counter,
-    product: str = MM,
-) -> tuple[bool, float, float]:
-    """Whether ``product`` (:data:`MM` or :data:`PACKED`) beats ``F.linear`` over ``rows`` rows of
-    ``weights`` (one weight, or every weight of a step, each multiplied in turn) on this CPU:
-    (pays, its fastest ms, F.linear's fastest ms) over ``repeats`` timings each, taken in turns
-    after one warm-up of each (other work on the machine only adds time, and in turns it falls on
-    both); it pays below :data:`PAYS_BELOW` of ``F.linear``'s time (:data:`PACKED_PAYS_BELOW` for
-    the packed product)."""
+) -> dict[str, float]:
+    """Each of ``products``' fastest ms (by name) over ``rows`` rows of ``weights`` (one weight, or
+    every weight of a step, each multiplied in turn) in ``repeats`` timings, the products taken in
+    turns after one warm-up of each (other work on the machine only adds time, and in turns it
+    falls on all of them; the packed product packs in its warm-up)."""
     weights = [weights] if isinstance(weights, torch.Tensor) else list(weights)
     inputs = {w.shape[1]: torch.randn(rows, w.shape[1], dtype=w.dtype) for w in weights}
-    few = packed_product if product == PACKED else mm_product
 
     def ms(multiply: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> float:
         began = clock()
@@ -210,37 +212,39 @@ def few_row_product_pays(
             multiply(inputs[weight.shape[1]], weight)
         return (clock() - began) * 1e3
 
-    linear_times, few_times = [], []
+    times: dict[str, list[float]] = {name: [] for name in products}
     with torch.inference_mode():
-        ms(F.linear), ms(few)  # warm-ups (the packed product packs here)
+        for multiply in products.values():
+            ms(multiply)
         for _ in range(repeats):
-            linear_times.append(ms(F.linear))
-            few_times.append(ms(few))
-    few_ms, linear_ms = min(few_times), min(linear_times)
-    return few_ms < (PACKED_PAYS_BELOW if product == PACKED else PAYS_BELOW) * linear_ms, few_ms, linear_ms
+            for name, multiply in products.items():
+                times[name].append(ms(multiply))
+    return {name: min(taken) for name, taken in times.items()}
+
+
+def pays(product: str, few_ms: float, linear_ms: float) -> bool:
+    """Whether ``product`` at ``few_ms`` pays against ``F.linear`` at ``linear_ms``: under
+    :data:`PAYS_BELOW` of its time (:data:`PACKED_PAYS_BELOW` for the packed product)."""
+    return few_ms < (PACKED_PAYS_BELOW if product == PACKED else PAYS_BELOW) * linear_ms
 
 
 def fastest_product(
     weights: torch.Tensor | Sequence[torch.Tensor],
 ) -> tuple[str | None, dict[str, float]]:
     """The few-row product to use on this CPU, timed on ``weights`` (the target's linears and
-    lm_head): the faster of :data:`MM` and :data:`PACKED` (where MKL has it and
-    :func:`packed_product_is_exact`) if it pays against ``F.linear``, else None; and every time
-    measured (ms, by name)."""
+    lm_head) in one round of turns with ``F.linear``: the faster of :data:`MM` and :data:`PACKED`
+    (where MKL has it and :func:`packed_product_is_exact`) if it pays against ``F.linear``, else
+    None; and every time measured (ms, by name)."""
     weights = [weights] if isinstance(weights, torch.Tensor) else list(weights)
-    candidates = [MM] + ([PACKED] if packed_product_is_exact() else [])
-    times: dict[str, float] = {}
-    paying: list[tuple[float, str]] = []
-    for product in candidates:
-        pays, few_ms, linear_ms = few_row_product_pays(weights, product=product)
-        if product == PACKED:  # few_row_product packs parameters only: no other copy is kept for it
-            for weight in weights:
-                if not isinstance(weight, torch.nn.Parameter):
-                    _packed.pop(id(weight), None)
-        times[product] = few_ms
-        times["F.linear"] = min(linear_ms, times.get("F.linear", linear_ms))
-        if pays:
-            paying.append((few_ms, product))
+    products = {"F.linear": F.linear, MM: mm_product}
+    if packed_product_is_exact():
+        products[PACKED] = packed_product
+    times = fastest_times(weights, products)
+    if PACKED in products:  # few_row_product packs parameters only: no other copy is kept for it
+        for weight in weights:
+            if not isinstance(weight, torch.nn.Parameter):
+                _packed.pop(id(weight), None)
+    paying = [(times[p], p) for p in products if p != "F.linear" and pays(p, times[p], times["F.linear"])]
     return (min(paying)[1] if paying else None), times
 
 
