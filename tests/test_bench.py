@@ -181,6 +181,18 @@ def test_every_gpu_mode_but_nosplitkv_runs_the_split_kv_attention(monkeypatch):
         BenchConfig(model="m", drafter="d", datasets=[], out="o", device="cpu", modes=["dflash-nosplitkv"])
 
 
+def test_the_chain_and_tree_modes_set_the_verify_tree_and_no_caller_setting_leaks_in(monkeypatch):
+    monkeypatch.setenv("SGLANG_DFLASH_VERIFY_TREE", "/some/tree.json")
+    monkeypatch.setenv("SGLANG_DFLASH_TREE_MAX_ROWS", "3")
+    shipped = mode_env("dflash", "p", device="cpu")  # the worker's defaults: auto, 8 rows
+    assert "SGLANG_DFLASH_VERIFY_TREE" not in shipped and "SGLANG_DFLASH_TREE_MAX_ROWS" not in shipped
+    assert mode_env("dflash-chain", "p", device="cpu")["SGLANG_DFLASH_VERIFY_TREE"] == "off"
+    tree = mode_env("dflash-tree", "p", device="cpu")
+    assert "SGLANG_DFLASH_VERIFY_TREE" not in tree and int(tree["SGLANG_DFLASH_TREE_MAX_ROWS"]) >= 16 * 256
+    cfg = BenchConfig(model="m", drafter="d", datasets=[], out="o", device="cpu", modes=["dflash-chain"])
+    assert engine_args(cfg, "dflash-chain")["speculative_algorithm"] == "DFLASH"
+
+
 def test_cpu_device_runs_sglangs_cpu_engine_in_float32_with_plain_and_our_modes():
     cfg = BenchConfig(
         model="m",

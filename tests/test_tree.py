@@ -9,13 +9,18 @@ import torch
 
 from sglang_dflash import SamplingParams, load_drafter, spec_generate
 from sglang_dflash.serving.tree_verify import (
+    DEFAULT_TREE_MAX_ROWS,
     TREE_FIRST_DEPTH_ENV,
+    TREE_MAX_ROWS_ENV,
     VERIFY_TREE_ENV,
     NodeArgmax,
     commit_path_slots,
     path_order,
     tree_first_pass_nodes,
+    tree_max_rows,
+    tree_step_applies,
     verify_tree_setting,
+    walk_lm_head_rows,
 )
 from sglang_dflash.testing import make_tiny_drafter
 from sglang_dflash.train.acceptance import block_ranks, replay_spec
@@ -216,12 +221,14 @@ def server_args(tmp_path, backend="torch_native", tp_size=1):
     )
 
 
-def test_the_verify_tree_setting_is_off_unless_named(tmp_path, monkeypatch):
-    monkeypatch.delenv(VERIFY_TREE_ENV, raising=False)
-    assert verify_tree_setting(server_args(tmp_path), 16, "cpu") is None
-    monkeypatch.setenv(VERIFY_TREE_ENV, "auto")
+def test_the_verify_tree_setting_is_the_drafters_tree_unless_off(tmp_path, monkeypatch):
+    monkeypatch.delenv(VERIFY_TREE_ENV, raising=False)  # the default: auto
     assert verify_tree_setting(server_args(tmp_path), 16, "cpu") is None  # the drafter has no tree file
     save_tree(FORK, str(tmp_path / TREE_FILE))
+    assert verify_tree_setting(server_args(tmp_path), 16, "cpu") == FORK
+    monkeypatch.setenv(VERIFY_TREE_ENV, "off")
+    assert verify_tree_setting(server_args(tmp_path), 16, "cpu") is None
+    monkeypatch.setenv(VERIFY_TREE_ENV, "auto")
     assert verify_tree_setting(server_args(tmp_path), 16, "cpu") == FORK
     monkeypatch.setenv(VERIFY_TREE_ENV, str(tmp_path / TREE_FILE))
     assert verify_tree_setting(server_args(tmp_path), 4, "cpu") == FORK
@@ -256,6 +263,53 @@ def test_auto_verifies_the_chain_where_the_drafters_tree_cannot_run(tmp_path, mo
         verify_tree_setting(server_args(tmp_path), 16, "cpu", selector=True)
 
 
+def test_a_tree_step_takes_at_most_the_row_budget(monkeypatch):
+    """Requests x nodes <= SGLANG_DFLASH_TREE_MAX_ROWS (default 8, never under the tree's nodes)."""
+    eight = DraftTree.from_paths([(0,), (1,), (0, 0), (0, 1), (0, 0, 0), (0, 0, 1), (0, 0, 0, 0)])
+    sixteen = DraftTree.chain(15)
+    monkeypatch.delenv(TREE_MAX_ROWS_ENV, raising=False)
+    assert tree_max_rows(eight) == DEFAULT_TREE_MAX_ROWS == 8 and tree_max_rows(sixteen) == 16
+    assert tree_max_rows(FORK) == 8  # a 4-node tree: two requests
+    monkeypatch.setenv(TREE_MAX_ROWS_ENV, "64")
+    assert tree_max_rows(eight) == 64
+    monkeypatch.setenv(TREE_MAX_ROWS_ENV, "0")
+    with pytest.raises(ValueError, match="SGLANG_DFLASH_TREE_MAX_ROWS is '0'; expected a whole number >= 1"):
+        tree_max_rows(eight)
+
+
+def test_the_walks_first_lm_head_call_scores_the_whole_first_pass():
+    """One request's 8-node tree: one lm_head call of 8 rows instead of one per depth walked."""
+    tree = DraftTree.from_paths([(0,), (1,), (0, 0), (0, 1), (0, 0, 0), (0, 0, 1), (0, 0, 0, 0)])
+    assert walk_lm_head_rows(1, 8, few_rows=True, cheap_rows=4) == 8
+    assert walk_lm_head_rows(1, 2, few_rows=True, cheap_rows=4) == 4  # never under cheap_rows
+    assert walk_lm_head_rows(16, 16, few_rows=True, cheap_rows=4) == 16  # about one read of the lm_head
+    assert walk_lm_head_rows(2, 8, few_rows=False, cheap_rows=4) == 1  # F.linear: a row a call
+    argmax = torch.tensor([[5, 9, 7, 6, 1, 2, 3, 4]])  # the walk: node 0 -> 1 (9) -> 3 (6) -> 5 (2)
+    calls: list[int] = []
+
+    def first_pass(rows: torch.Tensor) -> torch.Tensor:
+        calls.append(len(rows))
+        return argmax.view(-1)[rows]
+
+    def no_second_pass(requests):
+        raise AssertionError("one pass: no second pass")
+
+    nodes = torch.tensor([[0, 5, 8, 9, 3, 6, 2, 1]])  # node tokens: node 1 drafts 5, node 3 drafts 9, ...
+    argmax_at = NodeArgmax(tree, 1, 8, first_pass, no_second_pass, walk_lm_head_rows(1, 8, True, 4), "cpu")
+    on_path, accepted, _ = tree.greedy_walk(nodes, argmax_at)
+    assert accepted.tolist() == [3] and calls == [8]
+
+
+@pytest.mark.parametrize("bs, max_requests, applies", [(1, 1, True), (2, 1, False), (2, 2, True)])
+def test_a_batch_over_the_tree_budget_verifies_the_chain(bs, max_requests, applies):
+    sampling_info = SimpleNamespace(logit_bias=None)
+    batch = SimpleNamespace(
+        batch_size=lambda: bs, sampling_info=sampling_info, return_logprob=False, return_hidden_states=False
+    )
+    assert tree_step_applies(batch, True, False, False, max_requests) is applies
+    assert tree_step_applies(batch, False, False, False, max_requests) is False  # sampled: the chain
+
+
 def test_a_missing_tree_file_is_refused_naming_the_value(tmp_path, monkeypatch):
     monkeypatch.setenv(VERIFY_TREE_ENV, str(tmp_path / "absent.json"))
     with pytest.raises(ValueError, match="absent.json'; expected 'off', 'auto' or a tree JSON file"):
@@ -277,7 +331,9 @@ def test_committing_a_path_points_its_positions_at_the_path_nodes_slots():
 def test_the_first_pass_depth_comes_from_the_environment(monkeypatch):
     tree = DraftTree.from_paths([(0,), (1,), (0, 0), (0, 1), (0, 0, 0)])  # depths 1, 1, 2, 2, 3
     monkeypatch.delenv(TREE_FIRST_DEPTH_ENV, raising=False)
-    assert tree_first_pass_nodes(tree) == 5  # default depth 2: the root and four nodes
+    assert tree_first_pass_nodes(tree) == 6  # default: one pass
+    monkeypatch.setenv(TREE_FIRST_DEPTH_ENV, "2")
+    assert tree_first_pass_nodes(tree) == 5  # the root and four nodes
     monkeypatch.setenv(TREE_FIRST_DEPTH_ENV, "1")
     assert tree_first_pass_nodes(tree) == 3
     monkeypatch.setenv(TREE_FIRST_DEPTH_ENV, "0")

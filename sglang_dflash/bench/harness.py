@@ -4,9 +4,11 @@
         --num-prompts 64 --max-new-tokens 256 --concurrency 1,4,16 --out bench/results/run
 
 Modes: ``baseline`` (no speculation), ``dflash`` (ours as it ships: on GPUs with our split-KV
-block attention), ``dflash-adaptive`` (ours with ``--speculative-adaptive``: per-step verify width,
-CPU only for now), ``dflash-tree`` (ours verifying the drafter folder's token tree,
-``SGLANG_DFLASH_VERIFY_TREE=auto``: greedy steps, CPU only for now), ``dflash-nosplitkv`` (ours
+block attention; on CPU greedy steps of few requests verify the drafter folder's token tree),
+``dflash-adaptive`` (ours with ``--speculative-adaptive``: per-step verify width, CPU only for
+now), ``dflash-chain`` (ours verifying the chain at every step, ``SGLANG_DFLASH_VERIFY_TREE=off``),
+``dflash-tree`` (ours verifying the drafter folder's token tree at every batch size,
+``SGLANG_DFLASH_TREE_MAX_ROWS``: greedy steps, CPU only for now), ``dflash-nosplitkv`` (ours
 with ``SGLANG_DFLASH_SPLITKV=0``: SGLang's prefill kernel for the block passes, GPU only),
 ``dflash-builtin``
 (SGLang's built-in DFLASH, selected through ``SGLANG_DFLASH_IMPL=builtin``), ``ngram`` (SGLang's
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from ..serving.tree_verify import VERIFY_TREE_ENV
+from ..serving.tree_verify import TREE_MAX_ROWS_ENV, VERIFY_TREE_ENV
 from .datasets import dataset_name, load_dataset, read_jsonl_prompts
 from .engine_run import FIRST_WAVES
 from .report import write_report
@@ -43,18 +45,20 @@ MODES = (
     "baseline",
     "dflash",
     "dflash-adaptive",
+    "dflash-chain",
     "dflash-tree",
     "dflash-nosplitkv",
     "dflash-builtin",
     "ngram",
 )
-DRAFTER_MODES = ("dflash", "dflash-adaptive", "dflash-tree", "dflash-nosplitkv", "dflash-builtin")
-OUR_MODES = ("dflash", "dflash-adaptive", "dflash-tree", "dflash-nosplitkv")  # our worker, profiled
+OUR_MODES = ("dflash", "dflash-adaptive", "dflash-chain", "dflash-tree", "dflash-nosplitkv")  # profiled
+DRAFTER_MODES = (*OUR_MODES, "dflash-builtin")
 DEVICES = ("cuda", "cpu")
 # On SGLang's CPU backend only plain decoding and our DFLASH run: the built-in DFLASH refuses a
 # non-CUDA device and NGRAM needs CUDA kernels.
-CPU_MODES = ("baseline", "dflash", "dflash-adaptive", "dflash-tree")
+CPU_MODES = ("baseline", "dflash", "dflash-adaptive", "dflash-chain", "dflash-tree")
 CPU_DEFAULT_MODES = ("baseline", "dflash", "dflash-adaptive")
+TREE_EVERY_BATCH_ROWS = 1 << 16  # dflash-tree's SGLANG_DFLASH_TREE_MAX_ROWS: no batch verifies the chain
 # dflash-adaptive runs on CPU only for now (per-width CUDA graphs are not built yet).
 GPU_MODES = ("baseline", "dflash", "dflash-builtin", "ngram")
 # SGLang's CPU flags: float32 (no fast bf16 matmuls on most CPUs), torch_native attention,
@@ -253,9 +257,13 @@ def mode_env(mode: str, profile_path: str, device: str = "cuda", cpu_malloc: str
         env["SGLANG_DFLASH_PROFILE"] = profile_path
     # Set for every mode, so that a caller's setting does not leak in (the switch acts on GPUs only).
     env["SGLANG_DFLASH_SPLITKV"] = "0" if mode == "dflash-nosplitkv" else "1"
-    env.pop(VERIFY_TREE_ENV, None)  # every mode but dflash-tree verifies as the worker ships
-    if mode == "dflash-tree":
-        env[VERIFY_TREE_ENV] = "auto"  # the drafter folder's verify-tree.json
+    # Every mode but these two verifies as the worker ships.
+    env.pop(VERIFY_TREE_ENV, None)
+    env.pop(TREE_MAX_ROWS_ENV, None)
+    if mode == "dflash-chain":
+        env[VERIFY_TREE_ENV] = "off"
+    if mode == "dflash-tree":  # the drafter folder's verify-tree.json at every batch size
+        env[TREE_MAX_ROWS_ENV] = str(TREE_EVERY_BATCH_ROWS)
     return env
 
 
@@ -448,7 +456,7 @@ def add_parser(sub) -> None:
         choices=DEVICES,
         default="cuda",
         help="cpu: SGLang's CPU backend (float32 unless --dtype, torch_native); "
-        "modes baseline, dflash, dflash-adaptive, dflash-tree",
+        "modes baseline, dflash, dflash-adaptive, dflash-chain, dflash-tree",
     )
     p.add_argument(
         "--max-total-tokens",

@@ -21,11 +21,17 @@ from ..tree import TREE_FILE, DraftTree, load_tree
 
 logger = logging.getLogger(__name__)
 
-# "off" (default): the chain; "auto": the drafter folder's verify-tree.json when it has one; or a
-# tree file's path.
+# "auto" (default): the drafter folder's verify-tree.json when it has one and this server can run
+# it; "off": the chain; or a tree file's path.
 VERIFY_TREE_ENV = "SGLANG_DFLASH_VERIFY_TREE"
+DEFAULT_VERIFY_TREE = "auto"
 TREE_FIRST_DEPTH_ENV = "SGLANG_DFLASH_TREE_FIRST_DEPTH"
-DEFAULT_TREE_FIRST_DEPTH = 2
+DEFAULT_TREE_FIRST_DEPTH = 0
+TREE_MAX_ROWS_ENV = "SGLANG_DFLASH_TREE_MAX_ROWS"
+# A tree step's target pass multiplies every weight by requests x nodes rows; on CPU up to about 8
+# cost what the chain's first pass of 4 columns does (30 layers: 23 ms at 4 rows, 28 at 8, 36 at
+# 16; bench/results/2026-12-06-cpu-packed-for-128-rows/linear-rows), so a wider batch verifies the chain.
+DEFAULT_TREE_MAX_ROWS = 8
 
 
 def verify_tree_setting(
@@ -36,9 +42,10 @@ def verify_tree_setting(
     A tree file this server cannot run is refused with every reason; under ``auto`` the server
     verifies the chain instead and logs why (``selector``: a DFlash2 drafter, which chooses its
     drafts by its own walk)."""
-    value = os.environ.get(VERIFY_TREE_ENV, "off").strip()
+    value = os.environ.get(VERIFY_TREE_ENV, DEFAULT_VERIFY_TREE).strip()
     if value in ("", "off"):
         return None
+    explicit = VERIFY_TREE_ENV in os.environ
     path = value
     if value == "auto":
         path = os.path.join(server_args.speculative_draft_model_path, TREE_FILE)
@@ -64,7 +71,9 @@ def verify_tree_setting(
     if selector:
         problems.append("a DFlash2 drafter chooses its drafts by its selector; expected a DFlash drafter")
     if problems and value == "auto":
-        logger.warning("sglang-dflash: verify tree %s not used (%s): the chain", path, "; ".join(problems))
+        # Only a tree someone asked for is worth a warning; by default the chain is simply served.
+        log = logger.warning if explicit else logger.info
+        log("sglang-dflash: verify tree %s not used (%s): the chain", path, "; ".join(problems))
         return None
     if problems:
         raise ValueError(f"sglang-dflash: verify tree {path}: " + "; ".join(problems))
@@ -73,9 +82,11 @@ def verify_tree_setting(
 
 
 def tree_first_pass_nodes(tree: DraftTree | None) -> int:
-    """``SGLANG_DFLASH_TREE_FIRST_DEPTH`` (default 2): the verify's first pass scores the nodes down
-    to that depth for every request, a second pass the deeper ones only for the requests whose walk
-    reaches them; "0" verifies every node in one pass.  Returns the first pass's nodes."""
+    """``SGLANG_DFLASH_TREE_FIRST_DEPTH``: the verify's first pass scores the nodes down to that
+    depth for every request, a second pass the deeper ones only for the requests whose walk reaches
+    them; "0" (default: a tree step takes few rows, :data:`DEFAULT_TREE_MAX_ROWS`, where one pass
+    costs about what a staged first pass does) verifies every node in one pass.  Returns the first
+    pass's nodes."""
     value = os.environ.get(TREE_FIRST_DEPTH_ENV, str(DEFAULT_TREE_FIRST_DEPTH)).strip()
     if not value.isdigit():
         raise ValueError(f"sglang-dflash: {TREE_FIRST_DEPTH_ENV} is {value!r}; expected a whole number >= 0")
@@ -85,9 +96,41 @@ def tree_first_pass_nodes(tree: DraftTree | None) -> int:
     return tree.num_nodes if split is None else split
 
 
-def tree_step_applies(batch, sampling_all_greedy: bool, has_penalties: bool, has_grammar: bool) -> bool:
-    """Whether a step verifies the tree: greedy rows whose logits nothing changes or reports
-    (penalties, grammar, logit_bias, logprobs, hidden states); any other batch verifies the chain."""
+def tree_max_rows(tree: DraftTree | None) -> int:
+    """``SGLANG_DFLASH_TREE_MAX_ROWS``: the most target rows (requests x tree nodes) a tree step
+    verifies; a larger batch verifies the chain.  Default :data:`DEFAULT_TREE_MAX_ROWS`, and never
+    under the tree's own nodes (one request always verifies the tree)."""
+    value = os.environ.get(TREE_MAX_ROWS_ENV, "").strip()
+    if value and not (value.isdigit() and int(value) >= 1):
+        raise ValueError(f"sglang-dflash: {TREE_MAX_ROWS_ENV} is {value!r}; expected a whole number >= 1")
+    if tree is None:
+        return 0
+    return max(int(value) if value else DEFAULT_TREE_MAX_ROWS, tree.num_nodes)
+
+
+# lm_head rows a call of the few-row product scores for about the cost of reading the weight once
+# (SmolLM2's 49152 x 576 on two cores: 1 row 5.8 ms, 4 rows 7.7, 8 rows 8.5, 16 rows 10.4).
+WALK_MAX_ROWS = 16
+
+
+def walk_lm_head_rows(bs: int, first_pass_nodes: int, few_rows: bool, cheap_rows: int) -> int:
+    """Rows the walk's lm_head calls take at most (:class:`NodeArgmax`'s ``cheap_rows``).
+
+    With the few-row product a call reads the whole lm_head whatever its rows, so the first call
+    scores every first-pass node up to :data:`WALK_MAX_ROWS` (a tree step of the default budget,
+    :func:`tree_max_rows`, all of them) rather than paying the read again for each depth walked.
+    With ``F.linear`` a row costs its own arithmetic: one row a call."""
+    return max(cheap_rows, min(bs * first_pass_nodes, WALK_MAX_ROWS)) if few_rows else 1
+
+
+def tree_step_applies(
+    batch, sampling_all_greedy: bool, has_penalties: bool, has_grammar: bool, max_requests: int
+) -> bool:
+    """Whether a step verifies the tree: at most ``max_requests`` greedy requests whose logits
+    nothing changes or reports (penalties, grammar, logit_bias, logprobs, hidden states); any other
+    batch verifies the chain."""
+    if batch.batch_size() > max_requests:
+        return False
     if not sampling_all_greedy or has_penalties or has_grammar:
         return False
     if batch.sampling_info.logit_bias is not None or batch.return_logprob or batch.return_hidden_states:

@@ -74,8 +74,10 @@ from .tree_verify import (
     commit_path_slots,
     path_order,
     tree_first_pass_nodes,
+    tree_max_rows,
     tree_step_applies,
     verify_tree_setting,
+    walk_lm_head_rows,
 )
 
 logger = logging.getLogger(__name__)
@@ -887,13 +889,12 @@ class DFlashWorker(BaseSpecWorker):
         self.width_policy = adaptive_policy(server_args, self.block_size)
         selector = getattr(self.draft_model, "select_drafts", None) is not None
         self.verify_tree = verify_tree_setting(server_args, self.block_size, self.device, selector)
-        if self.verify_tree is not None and self.width_policy is not None:
-            raise ValueError(
-                "sglang-dflash: a verify tree (SGLANG_DFLASH_VERIFY_TREE) and --speculative-adaptive "
-                "both set the verify width; expected one of them"
-            )
         self.tree_mask = None if self.verify_tree is None else self.verify_tree.ancestor_mask(self.device)
         self.tree_split = tree_first_pass_nodes(self.verify_tree)
+        # Greedy steps of at most this many requests verify the tree, wider ones the chain.
+        self.tree_max_requests = (
+            0 if self.verify_tree is None else tree_max_rows(self.verify_tree) // self.verify_tree.num_nodes
+        )
         self.tree_gate = SecondPassGate(second_pass_policy())  # the tree's own: other passes, gains
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
         self.mask_drafts = mask_drafts_setting()
@@ -1125,7 +1126,7 @@ class DFlashWorker(BaseSpecWorker):
                 self.profiler.count("second_pass_requests", len(reach))
                 return argmax
 
-            cheap_rows = small_batch_linear.CHEAP_ROWS if few_rows else 1
+            cheap_rows = walk_lm_head_rows(bs, split, few_rows, small_batch_linear.CHEAP_ROWS)
             argmax_at = NodeArgmax(tree, bs, split, first_argmax, second_pass, cheap_rows, nodes.device)
             onward: dict[str, torch.Tensor | bool] = {}
 
@@ -1195,8 +1196,6 @@ class DFlashWorker(BaseSpecWorker):
         started = time.perf_counter()
         if self.width_policy is not None:
             self.width_policy.step_started(started)
-            # Timed per rank, so the ranks' choices can differ: rank 0's is everyone's.
-            width = agree_int(self.width_policy.choose(bs), self.tp_shard, self.device)
         # ForwardBatch.init_new refreshes sampling_info.grammars only later, in the passes.
         grammar = BlockGrammar.of_batch(
             [req.grammar for req in batch.reqs] if batch.has_grammar else None,
@@ -1206,9 +1205,12 @@ class DFlashWorker(BaseSpecWorker):
         sampling = batch_sampling(sampling_info, bs, self.server_args.sampling_backend)
         penalties = step_penalties(batch.reqs, sampling_info.vocab_size, self.device)
         if self.verify_tree is not None and tree_step_applies(
-            batch, sampling.all_greedy, penalties is not None, grammar is not None
+            batch, sampling.all_greedy, penalties is not None, grammar is not None, self.tree_max_requests
         ):
-            return self._decode_tree(batch, on_publish, out_cache_loc)
+            return self._decode_tree(batch, on_publish, out_cache_loc)  # the width policy skips it
+        if self.width_policy is not None:
+            # Timed per rank, so the ranks' choices can differ: rank 0's is everyone's.
+            width = agree_int(self.width_policy.choose(bs), self.tp_shard, self.device)
         # Greedy acceptance reads one logits row per committed token; anything that changes or
         # reports the logits (penalties, grammar, logit_bias, logprobs, sampling) needs them all.
         deferred = self.deferred_logits

@@ -4,11 +4,13 @@ server on CPU, overlap scheduler on, against plain decoding (shared setup: conft
 
 The policy is configured to re-measure often (``explore_every`` 4, widths 1/2/4/16), so every
 width, plain decoding (width 1) included, runs within a few steps of every batch-size bucket.
+Greedy steps of one request verify the drafter folder's 8-node tree (the default) at its width.
 """
 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from cpu_server import HOT_VOCABULARY
@@ -21,9 +23,17 @@ from serving_checks import (
     dflash_server,
 )
 
+from sglang_dflash.tree import TREE_FILE, load_tree
+
 pytestmark = pytest.mark.slow
 NAME = "adaptive"
 WIDTHS = [1, 2, 4, 16]
+
+
+def tree_widths(drafter: tuple[str, str]) -> set[int]:
+    """The verify width of the drafter folder's tree, which steps of one request verify."""
+    path = os.path.join(drafter[0], TREE_FILE)
+    return {load_tree(path).num_nodes} if os.path.exists(path) else set()
 
 
 @pytest.fixture(scope="module")
@@ -56,18 +66,19 @@ def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter
     check_greedy_equals_plain(NAME, server, prompts, reference, concurrency, drafter)
 
 
-def test_the_chosen_widths_are_reported_per_request_and_in_the_decode_log(server, prompts):
+def test_the_chosen_widths_are_reported_per_request_and_in_the_decode_log(server, prompts, drafter):
     results = server.generate_many(prompts[:4], GREEDY, concurrency=4)
     widths_seen = set()
     for result in results:
         meta = result["meta_info"]
-        assert 1 <= meta["spec_cap_length"] <= max(WIDTHS), meta
+        assert 1 <= meta["spec_cap_length"] <= max(WIDTHS + list(tree_widths(drafter))), meta
         histogram = meta["spec_cap_lens_histogram"]
         widths_seen |= {k for k, count in enumerate(histogram) if count}
         # Every committed token came from a step whose width bounds it.
         assert meta["completion_tokens"] <= 1 + sum(k * c for k, c in enumerate(histogram)), meta
-    assert widths_seen <= set(WIDTHS), widths_seen
-    assert len(widths_seen) >= 2, widths_seen  # the policy re-measures: more than one width ran
+    assert widths_seen <= set(WIDTHS) | tree_widths(drafter), widths_seen
+    # The policy re-measures: more than one of its widths ran.
+    assert len(widths_seen & set(WIDTHS)) >= 2, widths_seen
     assert "cap len" in server.log_tail(1_000_000)
     assert "adaptive verify width: widths [1, 2, 4, 16]" in server.log_tail(1_000_000)
     assert "draft vocabulary 8192" in server.log_tail(1_000_000)  # the token map is in use

@@ -42,11 +42,17 @@ def server(smollm2, drafter, reference, tmp_path_factory):
 
 @pytest.mark.parametrize("concurrency", [1, 8])
 def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter, concurrency):
-    """Equal token for token, with every step's verify staged (staged_verify: block columns 0-3 of
-    every request, then 4-15 of those whose drafts 1-4 all matched)."""
-    before = profile_counts(server, "staged_steps", "second_pass_requests")
+    """Equal token for token.  One request at a time verifies the shipped drafter's 8-node tree
+    (the default, SGLANG_DFLASH_VERIFY_TREE=auto); eight verify the chain with every step staged
+    (staged_verify: block columns 0-3 of every request, then 4-15 of those whose drafts 1-4 all
+    matched)."""
+    names = ("staged_steps", "second_pass_requests", "tree_steps")
+    before = profile_counts(server, *names)
     check_greedy_equals_plain(NAME, server, prompts, reference, concurrency, drafter)
-    after = profile_counts(server, "staged_steps", "second_pass_requests")
+    after = profile_counts(server, *names)
+    if drafter[1] == "shipped" and concurrency == 1:
+        assert after["tree_steps"] > before["tree_steps"]
+        return
     assert after["staged_steps"] > before["staged_steps"]
     if drafter[1] == "shipped":  # some requests accept four drafts: their later columns ran
         assert after["second_pass_requests"] > before["second_pass_requests"]

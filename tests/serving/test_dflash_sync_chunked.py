@@ -1,8 +1,8 @@
 """Our DFLASH without the overlap scheduler, with chunked prefill forced (``--chunked-prefill-size``
 below every prompt's length), the shipped hot draft vocabulary (``--speculative-token-map``), 8
 running-request slots and no staged verify's second pass (``SGLANG_DFLASH_SECOND_PASS=never``: a
-request whose drafts 1-4 all match commits 4 tokens), on CPU, against plain decoding (shared
-setup: conftest.py)."""
+request whose drafts 1-4 all match commits 4 tokens; one request at a time verifies the drafter's
+8-node tree, the default), on CPU, against plain decoding (shared setup: conftest.py)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter
     check_greedy_equals_plain(NAME, server, prompts, reference, concurrency, drafter)
     after = profile_counts(server, "cut_requests", "second_pass_requests")
     assert after["second_pass_requests"] == 0
-    if drafter[1] == "shipped":
+    if drafter[1] == "shipped" and concurrency > 1:  # one request verifies the 8-node tree
         # Some requests accepted drafts 1-4: cut there, they committed what the target verified.
         assert after["cut_requests"] > before["cut_requests"]
         # Greedy drafts come from the hot vocabulary's logits alone, mapped back to token ids: a

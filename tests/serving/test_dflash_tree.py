@@ -1,8 +1,10 @@
-"""Our DFLASH verifying a token tree (``SGLANG_DFLASH_VERIFY_TREE``: the shipped drafter's
-verify-tree.json, 16 nodes) through the real SGLang server on CPU (default flags: no overlap
-scheduler), against plain decoding (shared setup: conftest.py).  Greedy steps verify the tree
-(nodes to depth 2 for every request, the deeper ones for the requests whose walk reaches them; one
-pass in the last test); sampled batches the chain."""
+"""Our DFLASH verifying a token tree (``SGLANG_DFLASH_VERIFY_TREE``: the shipped drafter's 16-node
+tree, verify-trees/tree-15.json, at every batch size) through the real SGLang server on CPU
+(default flags: no overlap scheduler), against plain decoding (shared setup: conftest.py).  Greedy
+steps verify the tree (nodes to depth 2 for every request, the deeper ones for the requests whose
+walk reaches them; one pass in the last test); sampled batches the chain.  The shipped default (the
+drafter folder's 8-node verify-tree.json, for one request at a time) is served by the overlap and
+sync-chunked modules."""
 
 from __future__ import annotations
 
@@ -26,7 +28,13 @@ from sglang_dflash.tree import TREE_FILE, load_tree
 
 pytestmark = pytest.mark.slow
 NAME = "tree"
-TREE = os.path.join(SHIPPED_SMOLLM2_DRAFTER, TREE_FILE)
+TREE = os.path.join(SHIPPED_SMOLLM2_DRAFTER, "verify-trees", "tree-15.json")
+# Staged, and at every batch size (the defaults: one pass, at most 8 rows).
+TREE_ENV = {
+    "SGLANG_DFLASH_VERIFY_TREE": TREE,
+    "SGLANG_DFLASH_TREE_FIRST_DEPTH": "2",
+    "SGLANG_DFLASH_TREE_MAX_ROWS": "256",
+}
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +49,7 @@ def server(smollm2, drafter, reference, tmp_path_factory):
         "dflash-tree",
         "--log-level",
         "info",
-        env={"SGLANG_DFLASH_VERIFY_TREE": TREE, "SGLANG_DFLASH_PROFILE": str(profile)},
+        env={**TREE_ENV, "SGLANG_DFLASH_PROFILE": str(profile)},
     )
     started.profile = profile
     yield started
@@ -55,9 +63,12 @@ def test_default_flags_run_without_the_overlap_scheduler(server):
     assert "the overlap scheduler is off" in server.log_tail(1_000_000)
 
 
-def test_the_shipped_tree_branches_and_fills_the_block():
-    tree = load_tree(TREE)
-    assert tree.num_nodes == 16 and len(set(tree.parents)) < len(tree.parents)
+def test_the_shipped_trees_branch():
+    """The served default (8 nodes: one request's verify costs about the chain's 4 columns) and the
+    16-node tree that fills the block."""
+    default, full = load_tree(os.path.join(SHIPPED_SMOLLM2_DRAFTER, TREE_FILE)), load_tree(TREE)
+    assert default.num_nodes == 8 and full.num_nodes == 16
+    assert all(len(set(t.parents)) < len(t.parents) for t in (default, full))
 
 
 @pytest.mark.parametrize("concurrency", [1, 8])
@@ -111,7 +122,7 @@ def test_greedy_output_equals_plain_decoding_with_the_tree_in_one_pass(
         drafter,
         tmp_path_factory,
         "dflash-tree-one-pass",
-        env={"SGLANG_DFLASH_VERIFY_TREE": TREE, "SGLANG_DFLASH_TREE_FIRST_DEPTH": "0"},
+        env={**TREE_ENV, "SGLANG_DFLASH_TREE_FIRST_DEPTH": "0"},
     )
     try:
         check_greedy_equals_plain(NAME + " one pass", one_pass, prompts, reference, 8, drafter)
