@@ -64,7 +64,10 @@ PACKED_MAX_ROWS = 256
 # 128-rows/linear-rows).
 PACK_FOR_ROWS = 128
 # Rows whose few-row product costs about one row's: it reads the weight once and the arithmetic
-# hides behind the read (the 49152 x 576 lm_head: 15-21 ms for 1-4 rows, 37 ms for 8).
+# hides behind the read.  Measured with mm(W, x.T), the 49152 x 576 lm_head took 15-21 ms for 1-4
+# rows and 37 ms for 8; packed for PACK_FOR_ROWS it takes 7.7 ms for 4 and 8.5 for 8 (2026-12-06),
+# but the chain's lm_head column passes of 8 rows moved its step within a run's spread, so they
+# keep 4.  A tree step's walk reads the lm_head for more rows a call (tree_verify.WALK_MAX_ROWS).
 CHEAP_ROWS = 4
 
 _active: str | None = None  # the product inside small_batch_linears, None outside

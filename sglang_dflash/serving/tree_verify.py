@@ -108,8 +108,9 @@ def tree_max_rows(tree: DraftTree | None) -> int:
     return max(int(value) if value else DEFAULT_TREE_MAX_ROWS, tree.num_nodes)
 
 
-# lm_head rows a call of the few-row product scores for about the cost of reading the weight once
-# (SmolLM2's 49152 x 576 on two cores: 1 row 5.8 ms, 4 rows 7.7, 8 rows 8.5, 16 rows 10.4).
+# lm_head rows a call of the packed few-row product scores for about the cost of reading the weight
+# once (SmolLM2's 49152 x 576 on two cores: 1 row 5.8 ms, 4 rows 7.7, 8 rows 8.5, 16 rows 10.4): more
+# than small_batch_linear.CHEAP_ROWS, which the chain's column passes keep.
 WALK_MAX_ROWS = 16
 
 
