@@ -3,10 +3,11 @@
 # tool, one stage per call, after the kit's parts are installed (docs/gpu-runbook.md):
 #
 #   bash bench/gpu_session.sh accept      # pytest -m gpu tests/gpu: lossless, meta_info, aborts, built-in loads our files
-#   bash bench/gpu_session.sh bench       # trained drafter: baseline, ours (and without split-KV), built-in, NGRAM at c = 1-64
+#   bash bench/gpu_session.sh bench       # trained drafter: baseline, ours (and without split-KV, and verifying
+#                                         # its 16-node tree), built-in, NGRAM at c = 1-64
 #   bash bench/gpu_session.sh overhead    # random drafter (tau ~1), c = 1 and 16; then the temperature-0.7 rows
 #   bash bench/gpu_session.sh short       # a 15-minute device budget: trained drafter (baseline, ours, ours
-#                                         # without split-KV attention, built-in at c = 1, 16, 64, re-scored)
+#                                         # verifying its 16-node tree, built-in at c = 1, 16, 64, re-scored)
 #   bash bench/gpu_session.sh short-random  # then: random drafter at c = 1 (baseline, ours, ours without split-KV)
 #   bash bench/gpu_session.sh train       # issue 26: train the drafter warm from the shipped one for TRAIN_MINUTES
 #                                         # on every committed token store; weights under $OUT/train
@@ -117,7 +118,7 @@ case "$stage" in
     ;;
   bench)
     prepare
-    bench main --drafter "$DRAFTER" --modes baseline,dflash,dflash-nosplitkv,dflash-builtin,ngram \
+    bench main --drafter "$DRAFTER" --modes baseline,dflash,dflash-tree,dflash-nosplitkv,dflash-builtin,ngram \
       --concurrency "$CONCURRENCY" --num-prompts "$NUM_PROMPTS" --rounds "$ROUNDS" || rc=$?
     ;;
   overhead)
@@ -131,10 +132,11 @@ case "$stage" in
     # The goals' trained-drafter measurements, in the one call a 15-minute budget leaves after the
     # kit's installs; each mode is cut at MODE_TIMEOUT_S and the report keeps what finished.
     prepare
-    # The split-KV kernel alone first (seconds): bf16 and CUDA-graph replay against its definition.
+    # The split-KV kernel alone first (seconds): bf16, CUDA-graph replay and a verify tree's mask
+    # against its definition.
     run python3 -m pytest -m gpu tests/gpu/test_gpu_block_attention.py -q -p no:cacheprovider \
       --junitxml "$OUT/block-attention.xml" || rc=$?
-    bench main --drafter "$DRAFTER" --modes baseline,dflash,dflash-nosplitkv,dflash-builtin \
+    bench main --drafter "$DRAFTER" --modes baseline,dflash,dflash-tree,dflash-builtin \
       --concurrency "$CONCURRENCY" --num-prompts "$NUM_PROMPTS" --rounds "$ROUNDS" || rc=$?
     ;;
   short-random)

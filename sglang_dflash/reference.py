@@ -200,8 +200,9 @@ def spec_generate(
     rows can share a batch).  ``block_size`` defaults to the drafter's.  Sampled rows draw from
     ``generator``; once any row has a ``seed``, every row draws from its own seed instead (42 where
     it has none, as SGLang), and a seeded row's output is the same in any batch.  ``tree`` verifies
-    a token tree of the drafts instead of their chain (:mod:`sglang_dflash.tree`; greedy rows without
-    penalties and a DFlash drafter only).
+    a token tree of the drafts instead of their chain (:mod:`sglang_dflash.tree`; rows without
+    penalties and a DFlash drafter only; a sampled row commits the target's draw after each node,
+    so a seeded row's tokens are those of its plain sampled decoding with the same seed).
     """
     block_size = block_size or drafter.block_size
     _check_inputs(target, drafter, prompts, block_size)
@@ -270,7 +271,7 @@ def spec_generate(
             )
         else:
             num_correct_drafts, emitted, committed, pos, out = _tree_step(
-                target, drafter, tree, block, seq_lens, tcache, dcache
+                target, drafter, tree, block, seq_lens, tcache, dcache, batch, draws
             )
         accept_lens = num_correct_drafts + 1
         # Commit the accepted columns (KV + context features); the others are masked out.
@@ -303,11 +304,11 @@ def _check_tree(
         raise ValueError(
             "spec_generate: tree verification drafts by rank; a DFlash2 drafter walks its lattice"
         )
-    unsupported = [i for i, p in enumerate(params) if p.temperature > 0 or p.penalized]
+    unsupported = [i for i, p in enumerate(params) if p.penalized]
     if unsupported:
         raise ValueError(
-            f"spec_generate: rows {unsupported[:8]} sample or carry penalties; tree verification is "
-            "greedy-only (expected temperature 0 and no penalties, or tree=None)"
+            f"spec_generate: rows {unsupported[:8]} carry penalties; tree verification does not "
+            "apply them (expected no penalties, or tree=None)"
         )
 
 
@@ -354,9 +355,13 @@ def _tree_step(
     seq_lens: torch.Tensor,
     tcache: _TargetCache,
     dcache,
+    sampling: BatchSampling,
+    draws: torch.Generator | SeededDraws | None,
 ) -> StepOutcome:
     """Draft every tree node from one drafter pass, verify the tree in one target pass (each node
-    sees the prefix and its ancestors), walk it greedily (see :func:`_chain_step` for the result)."""
+    sees the prefix and its ancestors), walk it with the target's token after every node (its
+    argmax, or a sampled row's draw: :meth:`DraftTree.target_tokens`; see :func:`_chain_step` for
+    the result)."""
     embeds = target.get_input_embeddings()(block)
     hidden = drafter.draft_block(embeds, block_positions(seq_lens, block.shape[1]), dcache)
     draft_logits = target.get_output_embeddings()(hidden[:, 1:].to(embeds.dtype))
@@ -381,5 +386,6 @@ def _tree_step(
         use_cache=True,
         output_hidden_states=True,
     )
-    on_path, num_correct_drafts, emitted = tree.greedy_accept(nodes, out.logits)
+    targets = tree.target_tokens(out.logits, sampling, draws)
+    on_path, num_correct_drafts, emitted = tree.greedy_accept_argmax(nodes, targets)
     return num_correct_drafts, emitted, on_path, node_pos, out

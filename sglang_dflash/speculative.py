@@ -231,11 +231,14 @@ class SeededDraws:
     seeds: torch.Tensor  # [bs] int64
     first_positions: torch.Tensor  # [bs] int64: the absolute position of the step's first decision
 
-    def uniforms(self, n: int, draw: int, offsets: torch.Tensor | None = None) -> torch.Tensor:
-        """[bs, n] uniforms for positions ``first + offset + j`` (j < n)."""
+    def uniforms(
+        self, n: int, draw: int, offsets: torch.Tensor | None = None, columns: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """[bs, n] uniforms for positions ``first + offset + j`` (j < n), or ``first + offset +
+        columns[j]`` given ``columns`` [n] (a verify tree's nodes decide the positions of their depths)."""
         first = self.first_positions if offsets is None else self.first_positions + offsets
-        positions = first[:, None] + torch.arange(n, device=first.device)[None, :]
-        return seeded_uniforms(self.seeds, positions, draw)
+        steps = torch.arange(n, device=first.device) if columns is None else columns.to(first.device)
+        return seeded_uniforms(self.seeds, first[:, None] + steps[None, :], draw)
 
     def shifted(self, offset: int) -> SeededDraws:
         """The draws of positions ``offset`` further on (drafts chosen one position at a time)."""
@@ -477,16 +480,19 @@ def sample_from(
     generator: torch.Generator | SeededDraws | None = None,
     draw: int = DRAFT_DRAW,
     offsets: torch.Tensor | None = None,
+    columns: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """One token per distribution: probs [..., V] -> [...].
 
-    With :class:`SeededDraws`, probs is [bs, n, V] for positions ``first + offsets + j`` and each
-    token comes from that position's ``draw`` uniform (inverse CDF); otherwise ``torch.multinomial``.
+    With :class:`SeededDraws`, probs is [bs, n, V] for positions ``first + offsets + j`` (``+
+    columns[j]`` given ``columns``) and each token comes from that position's ``draw`` uniform
+    (inverse CDF); otherwise ``torch.multinomial``.
     """
     flat = probs.reshape(-1, probs.shape[-1])
     if isinstance(generator, SeededDraws):
         bs, n = probs.shape[0], probs.shape[1]
-        return _inverse_cdf(flat, generator.uniforms(n, draw, offsets).reshape(-1)).view(bs, n)
+        uniforms = generator.uniforms(n, draw, offsets, columns)
+        return _inverse_cdf(flat, uniforms.reshape(-1)).view(bs, n)
     return torch.multinomial(flat, 1, generator=generator).view(probs.shape[:-1])
 
 

@@ -27,11 +27,23 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 
+from .speculative import TARGET_DRAW, BatchSampling, SeededDraws, sample_from, sampling_probs
+
 TREE_FILE = "verify-tree.json"
+
+
+class TreeTables(NamedTuple):
+    """A :class:`DraftTree` as tensors on one device."""
+
+    children: torch.Tensor  # [W, max_rank + 1]: DraftTree.children_table
+    ancestors: torch.Tensor  # [W, W] bool: DraftTree.ancestor_mask
+    depths: torch.Tensor  # [W]: DraftTree.depths
+    ranks: torch.Tensor  # [N]: DraftTree.ranks
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,10 @@ class DraftTree:
 
     parents: tuple[int, ...]
     ranks: tuple[int, ...]
+    # TreeTables per device, built once: a serving step copies nothing to the device for its tree.
+    _tables: dict[str, TreeTables] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     def __post_init__(self) -> None:
         if len(self.parents) != len(self.ranks) or not self.parents:
@@ -140,8 +156,7 @@ class DraftTree:
     # ------------------------------------------------------------------ step
     def node_positions(self, seq_lens: torch.Tensor) -> torch.Tensor:
         """[bs, W] positions of the nodes: the block's start plus the node's depth."""
-        depths = torch.tensor(self.depths, device=seq_lens.device)
-        return seq_lens[:, None] + depths[None, :]
+        return seq_lens[:, None] + self.device_tables(seq_lens.device).depths[None, :]
 
     def draft_tokens(self, draft_logits: torch.Tensor) -> torch.Tensor:
         """Node tokens [bs, N] from the drafter's logits [bs, >= max_depth, V] of block positions 1 ...
@@ -149,9 +164,8 @@ class DraftTree:
         Node ``i`` takes the ``ranks[i]``-th largest logit of position ``depths[i]`` (ties by index,
         as ``torch.topk``; rank 0 is the argmax the chain drafts)."""
         top = draft_logits[:, : self.max_depth].topk(self.max_rank + 1, dim=-1).indices  # [bs, D, k]
-        depths = torch.tensor(self.depths[1:], device=top.device) - 1
-        ranks = torch.tensor(self.ranks, device=top.device)
-        return top[:, depths, ranks]
+        tables = self.device_tables(top.device)
+        return top[:, tables.depths[1:] - 1, tables.ranks]
 
     def children_table(self, device: torch.device | str = "cpu") -> torch.Tensor:
         """[W, max_rank + 1]: the child of node ``n`` drafting rank ``r``, or -1."""
@@ -160,12 +174,70 @@ class DraftTree:
             table[parent, rank] = child
         return table.to(device)
 
+    def device_tables(self, device: torch.device | str) -> TreeTables:
+        """The tree's tensors on ``device``, made once per device."""
+        key = str(torch.device(device))
+        if key not in self._tables:
+            self._tables[key] = TreeTables(
+                self.children_table(device),
+                self.ancestor_mask(device),
+                torch.tensor(self.depths, device=device),
+                torch.tensor(self.ranks, device=device),
+            )
+        return self._tables[key]
+
     def greedy_accept(
         self, node_tokens: torch.Tensor, target_logits: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """:meth:`greedy_walk` over the target's logits [bs, W, V] of every node."""
-        argmax = target_logits.argmax(-1)
-        return self.greedy_walk(node_tokens, lambda requests, nodes: argmax[requests, nodes])
+        return self.greedy_accept_argmax(node_tokens, target_logits.argmax(-1))
+
+    def target_tokens(
+        self,
+        target_logits: torch.Tensor,
+        sampling: BatchSampling,
+        generator: torch.Generator | SeededDraws | None = None,
+    ) -> torch.Tensor:
+        """The target's token after every node [bs, W], from its logits [bs, W, V]: greedy rows'
+        argmax, sampled rows' draw from their filtered distribution (a seeded row's node at depth
+        ``d`` with the uniform of the position it decides, ``generator.first_positions + d``).
+
+        Walking these with :meth:`greedy_accept_argmax` is lossless speculative sampling with
+        deterministic drafts: each committed token is the target's own draw at its node (a draft is
+        taken where it equals that draw), so a request's tokens come from the target's distribution
+        whatever was drafted; each position is decided by one draw, as plain decoding decides it.
+        """
+        if sampling.all_greedy:
+            return target_logits.argmax(-1)
+        probs = sampling_probs(target_logits, sampling, apply_filters=sampling.needs_filters)
+        depths = self.device_tables(probs.device).depths
+        return sample_from(probs, generator, TARGET_DRAW, columns=depths)
+
+    def greedy_accept_argmax(
+        self, node_tokens: torch.Tensor, argmax: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`greedy_walk` given the target's argmax [bs, W] after every node, in tensor ops
+        only: every request steps down every depth (a request that stopped stays on its last node),
+        so nothing is read back to the host and a GPU step does not wait on the walk."""
+        bs = node_tokens.shape[0]
+        device = node_tokens.device
+        children, ancestors = self.device_tables(device)[:2]
+        argmax = argmax.to(node_tokens.dtype)
+        node = torch.zeros(bs, dtype=torch.long, device=device)
+        walking = torch.ones(bs, dtype=torch.bool, device=device)
+        path = [node]  # each request's node at every depth: its last accepted one once it stops
+        for _ in range(self.max_depth):
+            after = argmax.gather(1, node[:, None])  # [bs, 1]
+            candidates = children[node]  # [bs, ranks]
+            drafted = node_tokens.gather(1, candidates.clamp(min=0))
+            match = (candidates >= 0) & (drafted == after) & walking[:, None]
+            walking = match.any(1)
+            child = candidates.gather(1, match.int().argmax(1, keepdim=True))[:, 0]
+            node = torch.where(walking, child, node)
+            path.append(node)
+        on_path = ancestors[node]
+        emitted = argmax.gather(1, torch.stack(path, dim=1))
+        return on_path, on_path.sum(1) - 1, emitted
 
     def greedy_walk(
         self,

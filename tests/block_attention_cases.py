@@ -7,6 +7,8 @@ import torch
 from sglang_dflash.kernels.block_attention import block_attention_torch
 
 SMOLLM2, QWEN3 = ((9, 3), 64), ((8, 2), 128)  # (query heads, K/V heads), head dim
+# A verify tree over 16 nodes, (parents, ranks): the shipped drafter's verify-trees/tree-15.json.
+TREE_15 = ((0, 0, 0, 0, 1, 1, 2, 1, 5, 5, 6, 5, 9, 9, 13), (0, 1, 2, 3, 0, 1, 0, 2, 0, 1, 0, 2, 0, 1, 0))
 
 
 def problem(heads, d, width, prefix_lens, dtype, seed=0, device="cpu") -> dict:

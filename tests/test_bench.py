@@ -1,13 +1,22 @@
 """Benchmark harness parts that need no GPU: datasets, metric math, report rendering, CLI errors."""
 
+import dataclasses
 import json
 import math
 import os
 
 import pytest
+from cpu_server import SHIPPED_SMOLLM2_DRAFTER
 
 from sglang_dflash.bench.datasets import dataset_name, load_dataset, read_jsonl_prompts
-from sglang_dflash.bench.harness import BenchConfig, engine_args, environment, mode_env, parse_concurrency
+from sglang_dflash.bench.harness import (
+    BenchConfig,
+    engine_args,
+    environment,
+    gpu_tree_file,
+    mode_env,
+    parse_concurrency,
+)
 from sglang_dflash.bench.metrics import (
     agreement_with_baseline,
     mean_tau,
@@ -17,6 +26,7 @@ from sglang_dflash.bench.metrics import (
 )
 from sglang_dflash.bench.report import markdown_table, summarize, write_report
 from sglang_dflash.cli import main as cli_main
+from sglang_dflash.tree import load_tree
 
 SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 
@@ -191,6 +201,21 @@ def test_the_chain_and_tree_modes_set_the_verify_tree_and_no_caller_setting_leak
     assert "SGLANG_DFLASH_VERIFY_TREE" not in tree and int(tree["SGLANG_DFLASH_TREE_MAX_ROWS"]) >= 16 * 256
     cfg = BenchConfig(model="m", drafter="d", datasets=[], out="o", device="cpu", modes=["dflash-chain"])
     assert engine_args(cfg, "dflash-chain")["speculative_algorithm"] == "DFLASH"
+
+
+def test_the_tree_mode_on_a_gpu_names_the_drafters_block_wide_tree(tmp_path):
+    """On GPUs ``auto`` verifies the chain, so dflash-tree names the tree of the block's width."""
+    cfg = BenchConfig(model="m", drafter=SHIPPED_SMOLLM2_DRAFTER, datasets=[], out="o", modes=["dflash-tree"])
+    tree_file = gpu_tree_file(cfg)
+    assert tree_file == os.path.join(SHIPPED_SMOLLM2_DRAFTER, "verify-trees", "tree-15.json")
+    assert load_tree(tree_file).num_nodes == 16
+    env = mode_env("dflash-tree", "p", "cuda", tree_file=tree_file)
+    assert env["SGLANG_DFLASH_VERIFY_TREE"] == tree_file
+    assert "SGLANG_DFLASH_VERIFY_TREE" not in mode_env("dflash", "p", "cuda", tree_file=tree_file)
+    assert gpu_tree_file(dataclasses.replace(cfg, device="cpu", modes=["dflash-tree"])) is None
+    (tmp_path / "config.json").write_text(open(os.path.join(SHIPPED_SMOLLM2_DRAFTER, "config.json")).read())
+    with pytest.raises(ValueError, match="expected a drafter folder with the block-wide tree .*tree-15.json"):
+        BenchConfig(model="m", drafter=str(tmp_path), datasets=[], out="o", modes=["dflash-tree"])
 
 
 def test_cpu_device_runs_sglangs_cpu_engine_in_float32_with_plain_and_our_modes():

@@ -6,9 +6,16 @@ backend runs otherwise) and SGLang's own split-KV verify kernel (causal only).""
 
 import pytest
 import torch
-from block_attention_cases import QWEN3, SMOLLM2, expected, host_arguments, problem
+from block_attention_cases import QWEN3, SMOLLM2, TREE_15, expected, host_arguments, problem
 
-from sglang_dflash.kernels.block_attention import _Scratch, block_attention_splitkv, num_splits
+from sglang_dflash.kernels.block_attention import (
+    BlockMasks,
+    _Scratch,
+    block_attention_splitkv,
+    block_attention_torch,
+    num_splits,
+)
+from sglang_dflash.tree import DraftTree
 
 extend_attention = pytest.importorskip(
     "sglang.kernels.ops.attention.extend_attention", reason="needs the sglang extra installed"
@@ -98,3 +105,63 @@ def test_a_ragged_batch_is_left_to_the_hosts_kernel():
 
 def test_split_count_follows_the_average_prefix_within_bounds():
     assert [num_splits(keys, 2) for keys in (0, 600, 2 * 1100, 2 * 3000, 2 * 100_000)] == [4, 4, 8, 16, 16]
+
+
+@pytest.fixture
+def armed_masks(monkeypatch):
+    """A clean mask registry for the test (the kernel module's is process-wide)."""
+    monkeypatch.setattr(BlockMasks, "held", {})
+    monkeypatch.setattr(BlockMasks, "trees_in_place", set())
+    return BlockMasks
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_a_causal_call_attends_by_the_tree_while_its_mask_is_in_place(armed_masks, dtype):
+    tree_mask = DraftTree(*TREE_15).ancestor_mask()
+    p = problem(*SMOLLM2, 16, [1, 37, 300], dtype)
+    armed_masks.arm("cpu", 16)
+    with armed_masks.holding(tree_mask):
+        ours = torch.zeros_like(p["q"])
+        assert block_attention_splitkv(*host_arguments(p, True, ours)) is True
+    want = block_attention_torch(
+        p["q"], p["k"], p["v"], p["k_buffer"], p["v_buffer"], p["kv_indices"], p["prefix_lens"], True,
+        p["q"].shape[2] ** -0.5, block_mask=tree_mask,
+    )  # fmt: skip
+    assert (ours.float() - want.float()).abs().max().item() < TOLERANCE[dtype]
+    assert (want.float() - expected(p, True).float()).abs().max().item() > 0.1  # the tree changed it
+    # After the step the armed mask is causal again: a chain's verify is the causal attention.
+    assert torch.equal(armed_masks.armed("cpu", 16), torch.ones(16, 16, dtype=torch.int8).tril())
+    causal = torch.zeros_like(p["q"])
+    assert block_attention_splitkv(*host_arguments(p, True, causal)) is True
+    assert (causal.float() - expected(p, True).float()).abs().max().item() < TOLERANCE[dtype]
+
+
+def test_the_drafters_bidirectional_call_and_other_widths_ignore_the_armed_mask(armed_masks):
+    armed_masks.arm("cpu", 16)
+    with armed_masks.holding(DraftTree(*TREE_15).ancestor_mask()):
+        p = problem(*SMOLLM2, 16, [5, 40], torch.float32)
+        draft = torch.zeros_like(p["q"])
+        assert block_attention_splitkv(*host_arguments(p, False, draft)) is True
+        assert (draft - expected(p, False)).abs().max().item() < 1e-5
+        narrow = problem(*SMOLLM2, 8, [5, 40], torch.float32)  # no mask armed for width 8: causal
+        out = torch.zeros_like(narrow["q"])
+        assert block_attention_splitkv(*host_arguments(narrow, True, out)) is True
+        assert (out - expected(narrow, True)).abs().max().item() < 1e-5
+
+
+def test_a_tree_pass_the_kernel_cannot_serve_raises_instead_of_attending_causally(armed_masks):
+    p = problem(*SMOLLM2, 16, [3, 20], torch.float32)
+    args = list(host_arguments(p, True, torch.zeros_like(p["q"])))
+    assert block_attention_splitkv(*args, logit_cap=30.0) is False  # no tree: the host's kernel runs
+    armed_masks.arm("cpu", 16)
+    with armed_masks.holding(DraftTree(*TREE_15).ancestor_mask()):
+        with pytest.raises(RuntimeError, match="does not serve .*SGLANG_DFLASH_VERIFY_TREE=off"):
+            block_attention_splitkv(*args, logit_cap=30.0)
+        args[10] = False  # the drafter's bidirectional pass is not the tree's business
+        assert block_attention_splitkv(*args, logit_cap=30.0) is False
+
+
+def test_holding_a_mask_nobody_armed_is_refused(armed_masks):
+    with pytest.raises(RuntimeError, match="no block mask armed for width 16 on cpu"):
+        with armed_masks.holding(DraftTree(*TREE_15).ancestor_mask()):
+            pass

@@ -208,6 +208,42 @@ def test_the_split_kv_switch_puts_our_block_attention_in_the_backends_verify_pat
         assert backend.verify_splitkv_fwd is hosts_kernel
 
 
+@pytest.mark.parametrize(
+    "tree_env, draft_worker, armed",
+    [("/drafter/verify-trees/tree-15.json", False, True), ("auto", False, False), (None, False, False),
+     ("/drafter/verify-trees/tree-15.json", True, False)],
+    ids=["named-tree", "auto", "unset", "draft-runner"],
+)  # fmt: skip
+def test_a_named_verify_tree_arms_the_block_mask_before_the_targets_graphs(
+    monkeypatch, tree_env, draft_worker, armed
+):
+    """Armed at the target's backend start (before SGLang captures its verify graphs), at the block's
+    width; the drafter's backend and servers verifying the chain leave the kernel as it was."""
+    from types import SimpleNamespace
+
+    from sglang_dflash.kernels.block_attention import BlockMasks
+    from sglang_dflash.serving import plugin
+    from sglang_dflash.serving.tree_verify import VERIFY_TREE_ENV
+
+    monkeypatch.setattr(BlockMasks, "held", {})
+    monkeypatch.delenv(plugin.SPLITKV_ENV, raising=False)
+    if tree_env is None:
+        monkeypatch.delenv(VERIFY_TREE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(VERIFY_TREE_ENV, tree_env)
+    runner = SimpleNamespace(
+        spec_algorithm=SimpleNamespace(is_dflash=lambda: True),
+        is_draft_worker=draft_worker,
+        device="cpu",
+        server_args=SimpleNamespace(speculative_num_draft_tokens=16),
+    )
+    plugin._triton_backend_init(lambda self, model_runner: None, SimpleNamespace(), runner)
+    mask = BlockMasks.armed("cpu", 16)
+    assert (mask is not None) is armed
+    if armed:
+        assert torch.equal(mask, torch.ones(16, 16, dtype=torch.int8).tril())  # causal until a tree step
+
+
 def test_a_bad_split_kv_value_is_refused(monkeypatch):
     from sglang_dflash.serving import plugin
 

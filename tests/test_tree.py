@@ -22,6 +22,7 @@ from sglang_dflash.serving.tree_verify import (
     verify_tree_setting,
     walk_lm_head_rows,
 )
+from sglang_dflash.speculative import BatchSampling
 from sglang_dflash.testing import make_tiny_drafter
 from sglang_dflash.train.acceptance import block_ranks, replay_spec
 from sglang_dflash.tree import (
@@ -115,6 +116,38 @@ def test_the_greedy_walk_takes_the_child_drafting_the_targets_argmax(
     assert out.tolist() == [emitted]
 
 
+def random_tree(generator: torch.Generator, num_drafts: int) -> DraftTree:
+    """A tree of ``num_drafts`` nodes, each under a random earlier node with that parent's next rank."""
+    parents, ranks, used = [], [], [0] * (num_drafts + 1)
+    for node in range(1, num_drafts + 1):
+        parent = int(torch.randint(node, (1,), generator=generator))
+        parents.append(parent)
+        ranks.append(used[parent])
+        used[parent] += 1
+    return DraftTree(tuple(parents), tuple(ranks))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_tensor_walk_commits_what_the_node_by_node_walk_does(seed):
+    """Random trees and blocks whose nodes often draft the target's token (a few vocabulary ids),
+    so that walks go deep, stop at every depth and take second ranks."""
+    g = torch.Generator().manual_seed(seed)
+    tree = random_tree(g, num_drafts=int(torch.randint(1, 16, (1,), generator=g)))
+    bs, vocab = 64, 3
+    nodes = torch.randint(vocab, (bs, tree.num_nodes), generator=g)
+    argmax = torch.randint(vocab, (bs, tree.num_nodes), generator=g)
+    for parent in set(tree.parents):  # siblings draft distinct tokens, as tree.draft_tokens gives them
+        siblings = [child for child, p in enumerate(tree.parents, start=1) if p == parent]
+        nodes[:, siblings] = torch.stack(
+            [torch.randperm(max(vocab, len(siblings)), generator=g) for _ in range(bs)]
+        )[:, : len(siblings)]
+    walked = tree.greedy_walk(nodes, lambda requests, at: argmax[requests, at])
+    vectorised = tree.greedy_accept_argmax(nodes, argmax)
+    for got, want in zip(vectorised, walked, strict=True):
+        assert torch.equal(got, want)
+    assert walked[1].max() >= 1 or tree.max_depth == 0
+
+
 def test_accepted_depth_follows_the_ranks_through_the_tree():
     assert accepted_depth([0, 0, 5], FORK) == 2
     assert accepted_depth([1, 0], FORK) == 1  # node 2 has no child
@@ -201,17 +234,70 @@ def test_block_ranks_give_the_chains_runs_of_zeros(setup):
     assert [accepted_depth(r, chain) for r in ranks.tolist()] == hits
 
 
-@pytest.mark.parametrize(
-    "params, named",
-    [
-        (SamplingParams(temperature=0.7), "greedy-only"),
-        (SamplingParams(repetition_penalty=1.2), "greedy-only"),
-    ],
-)
-def test_tree_decoding_refuses_sampled_or_penalised_rows(setup, params, named):
+@pytest.mark.parametrize("params", [SamplingParams(repetition_penalty=1.2), SamplingParams(min_new_tokens=3)])
+def test_tree_decoding_refuses_penalised_rows(setup, params):
     target, drafter, prompts = setup
-    with pytest.raises(ValueError, match=named):
+    with pytest.raises(
+        ValueError, match=r"rows \[0, 1\] carry penalties; tree verification does not apply them"
+    ):
         spec_generate(target, drafter, prompts[:2], params, tree=DraftTree.chain(2))
+
+
+def test_a_seeded_sampled_row_decodes_the_same_tokens_whatever_the_tree_drafter_or_batch(setup, fitted):
+    """A sampled row commits the target's draw after each node (its position's seeded uniform), so its
+    tokens do not depend on the drafts: the fitted tree, a chain, a random drafter, alone or in a
+    batch all give one output, its plain seeded sampling's."""
+    target, drafter, prompts = setup
+    seeded = SamplingParams(temperature=0.8, top_p=0.95, max_new_tokens=24, seed=7)
+    other = make_tiny_drafter(
+        target.config, seed=3, num_layers=2, target_layer_ids=list(drafter.config.target_layer_ids)
+    )
+    fitted_run = spec_generate(target, drafter, prompts[:3], seeded, tree=fitted)
+    chain_tree = spec_generate(
+        target, drafter, prompts[:3], seeded, tree=DraftTree.chain(drafter.block_size - 1)
+    )
+    random_run = spec_generate(target, other, prompts[:3], seeded, tree=fitted)
+    alone = spec_generate(target, drafter, prompts[1:2], seeded, tree=fitted)
+    assert fitted_run.token_ids == chain_tree.token_ids == random_run.token_ids
+    assert alone.token_ids[0] == fitted_run.token_ids[1]
+    assert fitted_run.accept_lens != random_run.accept_lens  # the trained drafts were taken more often
+    assert max(max(a) for a in fitted_run.accept_lens) >= 3
+    greedy = spec_generate(target, drafter, prompts[:3], SamplingParams(max_new_tokens=24))
+    assert fitted_run.token_ids != greedy.token_ids  # it did sample
+
+
+def test_a_mixed_batch_keeps_its_greedy_rows_greedy(setup, fitted):
+    target, drafter, prompts = setup
+    greedy = SamplingParams(max_new_tokens=24)
+    sampled = SamplingParams(temperature=1.0, max_new_tokens=24)
+    mixed = spec_generate(
+        target, drafter, prompts[:4], [greedy, sampled, greedy, sampled], tree=fitted,
+        generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    alone = spec_generate(target, drafter, prompts[:4], greedy)
+    assert [mixed.token_ids[i] for i in (0, 2)] == [alone.token_ids[i] for i in (0, 2)]
+
+
+def test_the_sampled_walk_commits_the_targets_distribution_at_every_node():
+    """FORK's root drafts tokens 0 and 1 (nodes 1, 2), node 1 drafts 0 (node 3): the first committed
+    token follows the root's distribution, the second the distribution of the node the first
+    token reached (node 1 or 2), or is missing where the first was not drafted (the step ends)."""
+    probs = torch.tensor([[0.5, 0.3, 0.2], [0.6, 0.1, 0.3], [0.2, 0.2, 0.6], [1 / 3, 1 / 3, 1 / 3]])
+    trials = 40_000
+    nodes = torch.tensor([[2, 0, 1, 0]]).expand(trials, -1)
+    logits = probs.log()[None].expand(trials, -1, -1)
+    sampling = BatchSampling.from_params([SamplingParams(temperature=1.0)] * trials)
+    targets = FORK.target_tokens(logits, sampling, torch.Generator().manual_seed(0))
+    _, correct, emitted = FORK.greedy_accept_argmax(nodes, targets)
+    first = torch.bincount(emitted[:, 0], minlength=3).float() / trials
+    assert torch.allclose(first, probs[0], atol=0.01)
+    for token, node in ((0, 1), (1, 2)):  # the root drafts 0 at node 1 and 1 at node 2
+        reached = emitted[:, 0] == token
+        assert bool((correct[reached] >= 1).all()) and bool(
+            (correct[~reached & (emitted[:, 0] == 2)] == 0).all()
+        )
+        second = torch.bincount(emitted[reached, 1], minlength=3).float() / int(reached.sum())
+        assert torch.allclose(second, probs[node], atol=0.015), (token, second)
 
 
 # ----------------------------------------------------------------------------- serving settings
@@ -240,6 +326,7 @@ def test_the_verify_tree_setting_is_the_drafters_tree_unless_off(tmp_path, monke
         ({}, 3, "cpu", "4 nodes; expected <= the block size 3"),
         ({"backend": "triton"}, 16, "cpu", "attention backend triton on cpu"),
         ({}, 16, "cuda", "attention backend torch_native on cuda"),
+        ({"backend": "triton"}, 16, "cuda", "4 nodes on cuda; expected the block size 16 on a GPU"),
         ({"tp_size": 2}, 16, "cpu", "tp size 2; expected 1"),
     ],
 )
@@ -257,21 +344,62 @@ def test_auto_verifies_the_chain_where_the_drafters_tree_cannot_run(tmp_path, mo
     monkeypatch.setenv(VERIFY_TREE_ENV, "auto")
     assert verify_tree_setting(server_args(tmp_path, backend="triton"), 16, "cuda") is None
     assert verify_tree_setting(server_args(tmp_path), 16, "cpu", selector=True) is None
-    assert "not used (attention backend triton on cuda" in caplog.text and "DFlash2" in caplog.text
+    assert "not used (4 nodes on cuda; expected the block size 16" in caplog.text and "DFlash2" in caplog.text
     monkeypatch.setenv(VERIFY_TREE_ENV, str(tmp_path / TREE_FILE))
     with pytest.raises(ValueError, match="a DFlash2 drafter chooses its drafts by its selector"):
         verify_tree_setting(server_args(tmp_path), 16, "cpu", selector=True)
 
 
+def test_a_gpu_verifies_a_named_tree_of_the_blocks_width_with_the_split_kv_kernel(
+    tmp_path, monkeypatch, caplog
+):
+    full = DraftTree.chain(15)  # 16 nodes: the block's width, what the verify's CUDA graphs take
+    save_tree(full, str(tmp_path / TREE_FILE))
+    monkeypatch.setenv(VERIFY_TREE_ENV, str(tmp_path / TREE_FILE))
+    assert verify_tree_setting(server_args(tmp_path, backend="triton"), 16, "cuda") == full
+    monkeypatch.setenv(VERIFY_TREE_ENV, "auto")  # not measured on a GPU: the chain unless named
+    assert verify_tree_setting(server_args(tmp_path, backend="triton"), 16, "cuda") is None
+    assert "not measured on cuda yet: name the tree file" in caplog.text
+    monkeypatch.setenv(VERIFY_TREE_ENV, str(tmp_path / TREE_FILE))
+    monkeypatch.setenv("SGLANG_DFLASH_SPLITKV", "0")
+    with pytest.raises(ValueError, match="triton on cuda without the split-KV kernel"):
+        verify_tree_setting(server_args(tmp_path, backend="triton"), 16, "cuda")
+
+
+def test_a_gpu_tree_is_refused_where_a_target_pass_would_attend_causally(monkeypatch):
+    """No block mask armed (the split-KV kernel is off), or target attention the kernel leaves to
+    SGLang's causal kernel: the server stops at worker start naming it."""
+    from sglang.srt.layers.radix_attention import RadixAttention
+
+    from sglang_dflash.kernels.block_attention import BlockMasks
+    from sglang_dflash.serving.tree_verify import check_gpu_tree_target
+
+    monkeypatch.setattr(BlockMasks, "held", {})
+    layers = torch.nn.ModuleList([RadixAttention(4, 16, 0.25, 2, i) for i in range(3)])
+    backend = SimpleNamespace(enable_deterministic=False, dcp_size=1)
+    runner = SimpleNamespace(model=layers, attn_backend=backend)
+    with pytest.raises(ValueError, match="no block mask armed at width 16; expected the split-KV kernel's"):
+        check_gpu_tree_target(runner, "cpu", 16)
+    BlockMasks.arm("cpu", 16)
+    check_gpu_tree_target(runner, "cpu", 16)  # full attention, nothing scaled: served
+    layers.append(RadixAttention(4, 16, 0.25, 2, 3, sliding_window_size=64))
+    layers.append(RadixAttention(4, 16, 0.25, 2, 4, logit_cap=30.0))
+    backend.enable_deterministic = True
+    with pytest.raises(ValueError, match="the deterministic backend, 3, 4 run SGLang's causal kernel"):
+        check_gpu_tree_target(runner, "cpu", 16)
+
+
 def test_a_tree_step_takes_at_most_the_row_budget(monkeypatch):
-    """Requests x nodes <= SGLANG_DFLASH_TREE_MAX_ROWS (default 8, never under the tree's nodes)."""
+    """Requests x nodes <= SGLANG_DFLASH_TREE_MAX_ROWS (default 8 on CPU, none on a GPU; never under
+    the tree's nodes)."""
     eight = DraftTree.from_paths([(0,), (1,), (0, 0), (0, 1), (0, 0, 0), (0, 0, 1), (0, 0, 0, 0)])
     sixteen = DraftTree.chain(15)
     monkeypatch.delenv(TREE_MAX_ROWS_ENV, raising=False)
     assert tree_max_rows(eight) == DEFAULT_TREE_MAX_ROWS == 8 and tree_max_rows(sixteen) == 16
     assert tree_max_rows(FORK) == 8  # a 4-node tree: two requests
+    assert tree_max_rows(sixteen, "cuda") is None  # a GPU's tree takes the chain's rows: no limit
     monkeypatch.setenv(TREE_MAX_ROWS_ENV, "64")
-    assert tree_max_rows(eight) == 64
+    assert tree_max_rows(eight) == 64 and tree_max_rows(sixteen, "cuda") == 64
     monkeypatch.setenv(TREE_MAX_ROWS_ENV, "0")
     with pytest.raises(ValueError, match="SGLANG_DFLASH_TREE_MAX_ROWS is '0'; expected a whole number >= 1"):
         tree_max_rows(eight)
@@ -300,14 +428,24 @@ def test_the_walks_first_lm_head_call_scores_the_whole_first_pass():
     assert accepted.tolist() == [3] and calls == [8]
 
 
-@pytest.mark.parametrize("bs, max_requests, applies", [(1, 1, True), (2, 1, False), (2, 2, True)])
+@pytest.mark.parametrize(
+    "bs, max_requests, applies", [(1, 1, True), (2, 1, False), (2, 2, True), (64, None, True)]
+)
 def test_a_batch_over_the_tree_budget_verifies_the_chain(bs, max_requests, applies):
     sampling_info = SimpleNamespace(logit_bias=None)
     batch = SimpleNamespace(
         batch_size=lambda: bs, sampling_info=sampling_info, return_logprob=False, return_hidden_states=False
     )
-    assert tree_step_applies(batch, True, False, False, max_requests) is applies
-    assert tree_step_applies(batch, False, False, False, max_requests) is False  # sampled: the chain
+    greedy = BatchSampling.from_params([SamplingParams()] * bs)
+    sampled = BatchSampling.from_params([SamplingParams(temperature=0.7)] * bs)
+    seeded = BatchSampling.from_params([SamplingParams(temperature=0.7, seed=1)] * bs)
+    seeded_greedy = BatchSampling.from_params([SamplingParams(seed=1)] * bs)
+    assert tree_step_applies(batch, greedy, False, False, max_requests) is applies
+    assert tree_step_applies(batch, sampled, False, False, max_requests) is applies
+    assert tree_step_applies(batch, seeded_greedy, False, False, max_requests) is applies
+    assert tree_step_applies(batch, seeded, False, False, max_requests) is False  # seeded: the chain
+    assert tree_step_applies(batch, greedy, True, False, max_requests) is False  # penalties
+    assert tree_step_applies(batch, greedy, False, True, max_requests) is False  # a grammar
 
 
 def test_a_missing_tree_file_is_refused_naming_the_value(tmp_path, monkeypatch):

@@ -7,12 +7,11 @@ Modes: ``baseline`` (no speculation), ``dflash`` (ours as it ships: on GPUs with
 block attention; on CPU greedy steps of few requests verify the drafter folder's token tree),
 ``dflash-adaptive`` (ours with ``--speculative-adaptive``: per-step verify width, CPU only for
 now), ``dflash-chain`` (ours verifying the chain at every step, ``SGLANG_DFLASH_VERIFY_TREE=off``),
-``dflash-tree`` (ours verifying the drafter folder's token tree at every batch size,
-``SGLANG_DFLASH_TREE_MAX_ROWS``: greedy steps, CPU only for now), ``dflash-nosplitkv`` (ours
-with ``SGLANG_DFLASH_SPLITKV=0``: SGLang's prefill kernel for the block passes, GPU only),
-``dflash-builtin``
-(SGLang's built-in DFLASH, selected through ``SGLANG_DFLASH_IMPL=builtin``), ``ngram`` (SGLang's
-NGRAM, no drafter).
+``dflash-tree`` (ours verifying the drafter folder's token tree at every batch size, greedy
+steps: ``verify-tree.json`` on CPU, the block-wide ``verify-trees/tree-15.json`` on GPUs),
+``dflash-nosplitkv`` (ours with ``SGLANG_DFLASH_SPLITKV=0``: SGLang's prefill kernel for the block
+passes, GPU only), ``dflash-builtin`` (SGLang's built-in DFLASH, selected through
+``SGLANG_DFLASH_IMPL=builtin``), ``ngram`` (SGLang's NGRAM, no drafter).
 At temperature 0 every output is also re-scored teacher-forced by the float32 target
 (:mod:`sglang_dflash.evaluation`), for every mode, baseline included.
 
@@ -36,7 +35,7 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from ..serving.tree_verify import TREE_MAX_ROWS_ENV, VERIFY_TREE_ENV
+from ..serving.tree_verify import TREE_MAX_ROWS_ENV, VERIFY_TREE_ENV, block_width_tree_file
 from .datasets import dataset_name, load_dataset, read_jsonl_prompts
 from .engine_run import FIRST_WAVES
 from .report import write_report
@@ -153,6 +152,14 @@ class BenchConfig:
                 f"bench: --drafter is {self.drafter!r}; expected a drafter path for --modes "
                 f"{','.join(drafter_modes)}"
             )
+        if self.device == "cuda" and "dflash-tree" in self.modes and self.drafter:
+            tree = None if self.drafter == RANDOM_DRAFTER else gpu_tree_file(self)
+            if tree is None or not os.path.isfile(tree):
+                raise ValueError(
+                    f"bench: --modes dflash-tree on cuda with --drafter {self.drafter}; expected a drafter "
+                    f"folder with the block-wide tree {tree or 'verify-trees/tree-<block - 1>.json'} "
+                    "(sglang-dflash fit-tree --num-drafts <block - 1> makes one)"
+                )
         for flag, value in (("--num-prompts", self.num_prompts), ("--max-new-tokens", self.max_new_tokens)):
             if value < 1:
                 raise ValueError(f"bench: {flag} is {value}; expected an integer >= 1")
@@ -247,7 +254,15 @@ def with_cpu_malloc(env: Mapping[str, str], cpu_malloc: str = "tuned") -> dict[s
     return env
 
 
-def mode_env(mode: str, profile_path: str, device: str = "cuda", cpu_malloc: str = "tuned") -> dict:
+def mode_env(
+    mode: str,
+    profile_path: str,
+    device: str = "cuda",
+    cpu_malloc: str = "tuned",
+    tree_file: str | None = None,
+) -> dict:
+    """The environment of ``mode``'s engine process; ``tree_file``: the tree ``dflash-tree`` names
+    (on GPUs, where ``auto`` verifies the chain: :func:`gpu_tree_file`)."""
     env = dict(os.environ)
     env["SGLANG_DFLASH_IMPL"] = "builtin" if mode == "dflash-builtin" else "sglang-dflash"
     if device == "cpu":
@@ -262,9 +277,21 @@ def mode_env(mode: str, profile_path: str, device: str = "cuda", cpu_malloc: str
     env.pop(TREE_MAX_ROWS_ENV, None)
     if mode == "dflash-chain":
         env[VERIFY_TREE_ENV] = "off"
-    if mode == "dflash-tree":  # the drafter folder's verify-tree.json at every batch size
+    if mode == "dflash-tree":  # the drafter folder's tree (CPU: verify-tree.json) at every batch size
         env[TREE_MAX_ROWS_ENV] = str(TREE_EVERY_BATCH_ROWS)
+        if tree_file is not None:
+            env[VERIFY_TREE_ENV] = tree_file
     return env
+
+
+def gpu_tree_file(cfg: BenchConfig) -> str | None:
+    """``dflash-tree``'s tree on a GPU: the drafter folder's tree of the block's width."""
+    if cfg.device == "cpu" or "dflash-tree" not in cfg.modes or not cfg.drafter:
+        return None
+    from ..config import DFlashConfig
+
+    block_size = cfg.block_size or DFlashConfig.from_pretrained(cfg.drafter).block_size
+    return block_width_tree_file(cfg.drafter, block_size)
 
 
 def environment(cfg: BenchConfig) -> dict:
@@ -332,7 +359,13 @@ def run_mode(cfg: BenchConfig, mode: str, groups: list[dict], workdir: str) -> d
     # next mode does not start beside an engine that still holds the GPU's memory.
     proc = subprocess.Popen(
         engine_command(config_path, result_path),
-        env=mode_env(mode, os.path.join(workdir, f"{mode}.profile.json"), cfg.device, cfg.cpu_malloc),
+        env=mode_env(
+            mode,
+            os.path.join(workdir, f"{mode}.profile.json"),
+            cfg.device,
+            cfg.cpu_malloc,
+            gpu_tree_file(cfg),
+        ),
         start_new_session=True,
     )
     try:

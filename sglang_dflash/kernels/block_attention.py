@@ -21,6 +21,9 @@ the backend then runs its prefill kernel.  :func:`block_attention_torch` defines
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import torch
 
 try:
@@ -44,9 +47,12 @@ def block_attention_torch(
     prefix_lens: list[int],
     causal: bool,
     scale: float,
+    block_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The reference: q [bs * W, Hq, D], the block's k/v [bs * W, Hkv, D], request r's cached keys
-    at ``kv_indices`` (consecutive runs of ``prefix_lens``) -> [bs * W, Hq, Dv] in q's dtype."""
+    at ``kv_indices`` (consecutive runs of ``prefix_lens``) -> [bs * W, Hq, Dv] in q's dtype.
+    ``block_mask`` [W, W] (a causal call only): which block keys each block query sees in place of
+    the causal ones (a verify tree's ancestor mask)."""
     width = q.shape[0] // len(prefix_lens)
     group = q.shape[1] // k.shape[1]
     out, start = torch.empty(q.shape[0], q.shape[1], v.shape[2], dtype=q.dtype, device=q.device), 0
@@ -57,7 +63,10 @@ def block_attention_torch(
         keys = torch.cat([k_buffer[cached], k[rows]]).repeat_interleave(group, dim=1).float()
         values = torch.cat([v_buffer[cached], v[rows]]).repeat_interleave(group, dim=1).float()
         scores = torch.einsum("qhd,khd->hqk", q[rows].float(), keys) * scale
-        if causal:
+        if causal and block_mask is not None:
+            hidden = torch.cat([torch.zeros(width, n, dtype=torch.bool), ~block_mask.cpu().bool()], dim=1)
+            scores = scores.masked_fill(hidden.to(q.device), float("-inf"))
+        elif causal:
             key_pos, query_pos = torch.arange(n + width), n + torch.arange(width)
             scores = scores.masked_fill((key_pos[None, :] > query_pos[:, None]).to(q.device), float("-inf"))
         out[rows] = torch.einsum("hqk,khd->qhd", scores.softmax(-1), values).to(q.dtype)
@@ -192,6 +201,8 @@ if triton is not None:
         stride_vh,
         stride_out_t,
         stride_out_h,
+        Block_Mask,  # int8 [W, W]: block query i sees block key j where nonzero (HAS_MASK only)
+        stride_mask,
         GROUP: tl.constexpr,
         SPLITS: tl.constexpr,
         BLOCK_Q: tl.constexpr,
@@ -200,6 +211,7 @@ if triton is not None:
         D: tl.constexpr,
         DV: tl.constexpr,
         CAUSAL: tl.constexpr,
+        HAS_MASK: tl.constexpr,
     ):
         request, head = tl.program_id(0), tl.program_id(1)
         kv_head = head // GROUP
@@ -251,7 +263,12 @@ if triton is not None:
         )
         scores = tl.dot(q, k.to(q.dtype)).to(tl.float32) * sm_scale  # [BLOCK_Q queries, BLOCK_Q keys]
         visible = q_rows[None, :] & q_rows[:, None]
-        if CAUSAL:
+        if CAUSAL and HAS_MASK:
+            seen = tl.load(
+                Block_Mask + offs_q[:, None] * stride_mask + offs_q[None, :], mask=visible, other=0
+            )
+            visible = visible & (seen != 0)
+        elif CAUSAL:
             visible = visible & (offs_q[None, :] <= offs_q[:, None])
         scores = tl.where(visible, scores, float("-inf"))
         block_max = tl.max(scores, 1)
@@ -296,6 +313,58 @@ class _Scratch:
         return held
 
 
+def _device_key(device: torch.device | str) -> str:
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return str(device)
+
+
+class BlockMasks:
+    """The block visibility of causal calls (the target's verify), where a verify tree is served.
+
+    One int8 [W, W] tensor per device and block width, armed before the target's CUDA graphs are
+    captured (``serving.plugin`` arms it when a server names a verify tree), so that every causal
+    call reads its block keys' visibility from that tensor at a fixed address, in a graph replay
+    too.  It holds the causal mask; a tree step writes the tree's ancestor mask in for its target
+    pass and the causal mask back after it (:meth:`holding`)."""
+
+    held: dict[tuple[str, int], tuple[torch.Tensor, torch.Tensor]] = {}  # (armed, its causal value)
+    trees_in_place: set[str] = set()
+
+    @classmethod
+    def arm(cls, device: torch.device | str, width: int) -> torch.Tensor:
+        key = (_device_key(device), width)
+        if key not in cls.held:
+            causal = torch.ones(width, width, dtype=torch.int8, device=device).tril()
+            cls.held[key] = (causal.clone(), causal)
+        return cls.held[key][0]
+
+    @classmethod
+    def armed(cls, device: torch.device | str, width: int) -> torch.Tensor | None:
+        held = cls.held.get((_device_key(device), width))
+        return None if held is None else held[0]
+
+    @classmethod
+    @contextlib.contextmanager
+    def holding(cls, mask: torch.Tensor) -> Iterator[None]:
+        """Causal calls of ``mask``'s width on its device see ``mask`` [W, W] (bool) within the block."""
+        width, key = mask.shape[0], _device_key(mask.device)
+        armed, causal = cls.held.get((key, width), (None, None))
+        if armed is None:
+            raise RuntimeError(
+                f"block attention: no block mask armed for width {width} on {key}; expected one armed "
+                "before the target's CUDA graphs were captured (serving.plugin arms it for a verify tree)"
+            )
+        armed.copy_(mask)
+        cls.trees_in_place.add(key)
+        try:
+            yield
+        finally:
+            cls.trees_in_place.discard(key)
+            armed.copy_(causal)
+
+
 def _unscaled(scale) -> bool:
     """K/V stored unscaled: a descale of 1 (a float or a one-element tensor on the host)."""
     if scale is None:
@@ -303,6 +372,24 @@ def _unscaled(scale) -> bool:
     if isinstance(scale, torch.Tensor):
         return scale.numel() == 1 and scale.device.type == "cpu" and float(scale) == 1.0
     return float(scale) == 1.0
+
+
+def _serves(
+    q_extend, k_extend, v_extend, k_buffer, v_buffer, qo_indptr, custom_mask, sinks, max_len_extend,
+    k_scale, v_scale, logit_cap, sliding_window_size, xai_temperature_len,
+) -> bool:  # fmt: skip
+    """Whether :func:`block_attention_splitkv` serves a call (shapes and flags only)."""
+    if triton is None or custom_mask is not None or sinks is not None:
+        return False
+    if (sliding_window_size or -1) > 0 or (logit_cap or 0) > 0 or (xai_temperature_len or -1) > 0:
+        return False
+    if not (_unscaled(k_scale) and _unscaled(v_scale)) or q_extend.dim() != 3:
+        return False
+    bs, width = qo_indptr.shape[0] - 1, int(max_len_extend)
+    heads, kv_heads = q_extend.shape[1], k_extend.shape[1]
+    if bs < 1 or width < 1 or q_extend.shape[0] != bs * width or heads % kv_heads:
+        return False
+    return k_buffer.shape[1:] == k_extend.shape[1:] and v_buffer.shape[1:] == v_extend.shape[1:]
 
 
 def block_attention_splitkv(
@@ -333,21 +420,27 @@ def block_attention_splitkv(
 
     Served: blocks of one width ``max_len_extend`` per request (``q_extend`` holds ``bs * width``
     rows), causal or bidirectional within the block, no custom mask, sinks, window, soft cap or K/V
-    scale.  Only shapes are read (no device value), so a CUDA graph can capture it.
+    scale; a causal call reads its block's visibility from :class:`BlockMasks` where one is armed
+    for its width.  Only shapes are read (no device value), so a CUDA graph can capture it.  A
+    causal call it cannot serve while a verify tree's mask is in place raises: the host's kernel
+    would attend causally, not by the tree.
     """
-    if triton is None or custom_mask is not None or sinks is not None:
-        return False
-    if (sliding_window_size or -1) > 0 or (logit_cap or 0) > 0 or (xai_temperature_len or -1) > 0:
-        return False
-    if not (_unscaled(k_scale) and _unscaled(v_scale)) or q_extend.dim() != 3:
+    if not _serves(
+        q_extend, k_extend, v_extend, k_buffer, v_buffer, qo_indptr, custom_mask, sinks, max_len_extend,
+        k_scale, v_scale, logit_cap, sliding_window_size, xai_temperature_len,
+    ):  # fmt: skip
+        if is_causal and _device_key(q_extend.device) in BlockMasks.trees_in_place:
+            raise RuntimeError(
+                "block attention: a verify tree's target pass met an attention layer the split-KV "
+                "kernel does not serve (a custom mask, sinks, a window, a soft cap, scaled K/V or a "
+                "ragged block); expected every layer served: verify the chain "
+                "(SGLANG_DFLASH_VERIFY_TREE=off) with this target"
+            )
         return False
     bs, width = qo_indptr.shape[0] - 1, int(max_len_extend)
     heads, kv_heads, d = q_extend.shape[1], k_extend.shape[1], q_extend.shape[2]
-    if bs < 1 or width < 1 or q_extend.shape[0] != bs * width or heads % kv_heads:
-        return False
-    if k_buffer.shape[1:] != k_extend.shape[1:] or v_buffer.shape[1:] != v_extend.shape[1:]:
-        return False
     dv = v_extend.shape[2]
+    block_mask = BlockMasks.armed(q_extend.device, width) if is_causal else None
     splits = num_splits(kv_indices.shape[0], bs)
     block_q = max(16, triton.next_power_of_2(width))  # tl.dot needs 16 rows at least
     block_dv = max(16, triton.next_power_of_2(dv))
@@ -396,7 +489,10 @@ def block_attention_splitkv(
         *k_extend.stride()[:2],
         *v_extend.stride()[:2],
         *o_extend.stride()[:2],
+        q_extend if block_mask is None else block_mask,  # not read without a mask
+        width if block_mask is None else block_mask.stride(0),
         CAUSAL=bool(is_causal),
+        HAS_MASK=block_mask is not None,
         **shapes,
     )
     return True

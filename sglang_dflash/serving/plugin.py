@@ -295,6 +295,20 @@ def _triton_backend_init(original, self, model_runner, *args, **kwargs):
         # runs that kernel when it declines (a mask, a window, scaled K/V: it checks).
         self.use_verify_splitkv = True
         self.verify_splitkv_fwd = torch.compiler.disable(block_attention_splitkv)
+        if not model_runner.is_draft_worker and names_a_verify_tree():
+            # Armed before the target's verify graphs are captured, so that they read it.
+            from ..kernels.block_attention import BlockMasks
+
+            # "cuda" keys as the current device: the runner has set its own before building this.
+            BlockMasks.arm(model_runner.device, int(model_runner.server_args.speculative_num_draft_tokens))
+
+
+def names_a_verify_tree() -> bool:
+    """Whether ``SGLANG_DFLASH_VERIFY_TREE`` names a tree file (what a GPU server verifies a tree
+    by; ``auto`` verifies the chain there)."""
+    from .tree_verify import VERIFY_TREE_ENV
+
+    return os.environ.get(VERIFY_TREE_ENV, "").strip() not in ("", "off", "auto")
 
 
 def gpu_engine_hooks() -> list[tuple[str, object, str]]:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import torch
 
+from ..speculative import BatchSampling
 from ..tree import TREE_FILE, DraftTree, load_tree
 
 logger = logging.getLogger(__name__)
@@ -61,11 +62,14 @@ def verify_tree_setting(
     problems = []
     if tree.num_nodes > block_size:
         problems.append(f"{tree.num_nodes} nodes; expected <= the block size {block_size} (its KV slots)")
-    if torch.device(device).type != "cpu" or server_args.attention_backend != "torch_native":
-        problems.append(
-            f"attention backend {server_args.attention_backend} on {device}; a tree verifies on CPU "
-            "with torch_native only"
-        )
+    if torch.device(device).type == "cpu":
+        if server_args.attention_backend != "torch_native":
+            problems.append(
+                f"attention backend {server_args.attention_backend} on {device}; a tree verifies on CPU "
+                "with torch_native"
+            )
+    else:
+        problems.extend(gpu_tree_problems(server_args, tree, block_size, device, value == "auto"))
     if getattr(server_args, "tp_size", 1) != 1:
         problems.append(f"tp size {server_args.tp_size}; expected 1")
     if selector:
@@ -79,6 +83,88 @@ def verify_tree_setting(
         raise ValueError(f"sglang-dflash: verify tree {path}: " + "; ".join(problems))
     logger.info("sglang-dflash verify tree %s: %d nodes, depth %d", path, tree.num_nodes, tree.max_depth)
     return tree
+
+
+# A drafter folder's wider trees (sglang-dflash fit-tree), tree-<drafts>.json; the one of the block's
+# width is what a GPU verifies (the verify's CUDA graphs take that width).
+TREES_DIR = "verify-trees"
+
+
+def block_width_tree_file(drafter_path: str, block_size: int) -> str:
+    """The drafter folder's tree of ``block_size`` nodes (``block_size - 1`` drafts)."""
+    return os.path.join(drafter_path, TREES_DIR, f"tree-{block_size - 1}.json")
+
+
+def gpu_tree_problems(
+    server_args, tree: DraftTree, block_size: int, device: torch.device | str, by_default: bool
+) -> list[str]:
+    """Why a GPU server cannot verify ``tree``: its target's verify passes run our split-KV kernel
+    (triton backend, ``SGLANG_DFLASH_SPLITKV`` on), whose causal calls read the tree's mask
+    (:class:`~sglang_dflash.kernels.block_attention.BlockMasks`), at the block's width (the width
+    the verify CUDA graphs are captured at).  ``by_default`` (``auto``): not measured on a GPU yet,
+    so a GPU server verifies a tree only when its file is named."""
+    from .plugin import splitkv_setting
+
+    problems = []
+    if server_args.attention_backend != "triton" or not splitkv_setting():
+        problems.append(
+            f"attention backend {server_args.attention_backend} on {device}"
+            f"{'' if splitkv_setting() else ' without the split-KV kernel'}; a tree verifies on GPUs "
+            "with triton and the split-KV kernel (SGLANG_DFLASH_SPLITKV on)"
+        )
+    if tree.num_nodes != block_size:
+        problems.append(
+            f"{tree.num_nodes} nodes on {device}; expected the block size {block_size} on a GPU "
+            f"(the verify's width), e.g. the drafter's {TREES_DIR}/tree-{block_size - 1}.json"
+        )
+    if by_default and not problems:
+        problems.append(f"not measured on {device} yet: name the tree file to verify it there")
+    return problems
+
+
+def attention_the_kernel_leaves(model_runner) -> list[str]:
+    """What of the target's attention SGLang's triton backend would run with its own (causal) kernel
+    rather than our split-KV kernel, which a GPU tree's mask needs: layers with a window, a soft
+    cap, scaled K/V, xai temperature or sinks, and a deterministic or context-parallel backend."""
+    from sglang.srt.layers.radix_attention import RadixAttention
+
+    left = []
+    backend = getattr(model_runner, "attn_backend", None)
+    if getattr(backend, "enable_deterministic", False):
+        left.append("the deterministic backend")
+    if getattr(backend, "dcp_size", 1) > 1:
+        left.append(f"decode context parallelism {backend.dcp_size}")
+    for name, module in model_runner.model.named_modules():
+        if isinstance(module, RadixAttention):
+            windowed = (module.sliding_window_size or -1) > -1
+            capped = (module.logit_cap or 0) > 0
+            scaled = module.k_scale is not None or module.v_scale is not None
+            if windowed or capped or scaled or (getattr(module, "xai_temperature_len", -1) or -1) > 0:
+                left.append(name)
+        elif isinstance(getattr(module, "sinks", None), torch.Tensor):
+            left.append(name)
+    return left
+
+
+def check_gpu_tree_target(model_runner, device: torch.device | str, block_size: int) -> None:
+    """Refuse a GPU server's verify tree where a target pass would attend causally instead of by
+    the tree: no block mask armed at the block's width, or attention our kernel leaves to the host's."""
+    from ..kernels.block_attention import BlockMasks
+
+    if BlockMasks.armed(device, block_size) is None:
+        raise ValueError(
+            f"sglang-dflash: verify tree on {device}: no block mask armed at width {block_size}; expected "
+            "the split-KV kernel's, armed when the target's triton backend starts (SGLANG_DFLASH_SPLITKV "
+            f"on, {VERIFY_TREE_ENV} naming the tree file)"
+        )
+    left = attention_the_kernel_leaves(model_runner)
+    if left:
+        raise ValueError(
+            f"sglang-dflash: verify tree on {device}: {', '.join(left[:3])}"
+            f"{f' and {len(left) - 3} more' if len(left) > 3 else ''} run SGLang's causal kernel, not "
+            "the split-KV kernel that attends by the tree; expected none: verify the chain "
+            f"({VERIFY_TREE_ENV}=off)"
+        )
 
 
 def tree_first_pass_nodes(tree: DraftTree | None) -> int:
@@ -96,15 +182,18 @@ def tree_first_pass_nodes(tree: DraftTree | None) -> int:
     return tree.num_nodes if split is None else split
 
 
-def tree_max_rows(tree: DraftTree | None) -> int:
+def tree_max_rows(tree: DraftTree | None, device: torch.device | str = "cpu") -> int | None:
     """``SGLANG_DFLASH_TREE_MAX_ROWS``: the most target rows (requests x tree nodes) a tree step
-    verifies; a larger batch verifies the chain.  Default :data:`DEFAULT_TREE_MAX_ROWS`, and never
+    verifies; a larger batch verifies the chain.  Default :data:`DEFAULT_TREE_MAX_ROWS` on CPU and
+    None (no limit) on a GPU, where a tree verifies the block's width, the chain's rows; never
     under the tree's own nodes (one request always verifies the tree)."""
     value = os.environ.get(TREE_MAX_ROWS_ENV, "").strip()
     if value and not (value.isdigit() and int(value) >= 1):
         raise ValueError(f"sglang-dflash: {TREE_MAX_ROWS_ENV} is {value!r}; expected a whole number >= 1")
     if tree is None:
         return 0
+    if not value and torch.device(device).type != "cpu":
+        return None
     return max(int(value) if value else DEFAULT_TREE_MAX_ROWS, tree.num_nodes)
 
 
@@ -125,14 +214,19 @@ def walk_lm_head_rows(bs: int, first_pass_nodes: int, few_rows: bool, cheap_rows
 
 
 def tree_step_applies(
-    batch, sampling_all_greedy: bool, has_penalties: bool, has_grammar: bool, max_requests: int
+    batch, sampling: BatchSampling, has_penalties: bool, has_grammar: bool, max_requests: int | None
 ) -> bool:
-    """Whether a step verifies the tree: at most ``max_requests`` greedy requests whose logits
-    nothing changes or reports (penalties, grammar, logit_bias, logprobs, hidden states); any other
-    batch verifies the chain."""
-    if batch.batch_size() > max_requests:
+    """Whether a step verifies the tree: at most ``max_requests`` (None: any number of) requests,
+    greedy or sampled without a seed, whose logits nothing changes or reports (penalties, grammar,
+    logit_bias, logprobs, hidden states); any other batch verifies the chain.
+
+    A seeded sampled row's tokens differ between a tree step and a chain step (the tree commits
+    the target's draw at each position, the chain accepts sampled drafts), and whether a step
+    verifies the tree depends on the batch; so seeded rows take the chain, whose tokens do not
+    depend on the batch (:class:`~sglang_dflash.speculative.SeededDraws`)."""
+    if max_requests is not None and batch.batch_size() > max_requests:
         return False
-    if not sampling_all_greedy or has_penalties or has_grammar:
+    if (not sampling.all_greedy and sampling.seeds is not None) or has_penalties or has_grammar:
         return False
     if batch.sampling_info.logit_bias is not None or batch.return_logprob or batch.return_hidden_states:
         return False

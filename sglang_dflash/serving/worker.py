@@ -52,6 +52,7 @@ from ..bench.report import PHASE_NAMES
 from ..config import DFlashConfig
 from ..grammar import BlockGrammar
 from ..kernels import small_batch_linear
+from ..kernels.block_attention import BlockMasks
 from ..kernels.small_batch_linear import small_batch_linears
 from ..token_map import read_token_map
 from .inject import ContextInjector
@@ -71,6 +72,7 @@ from .staged_verify import (
 from .tensor_parallel import TPShard, agree, agree_int
 from .tree_verify import (
     NodeArgmax,
+    check_gpu_tree_target,
     commit_path_slots,
     path_order,
     tree_first_pass_nodes,
@@ -891,10 +893,12 @@ class DFlashWorker(BaseSpecWorker):
         self.verify_tree = verify_tree_setting(server_args, self.block_size, self.device, selector)
         self.tree_mask = None if self.verify_tree is None else self.verify_tree.ancestor_mask(self.device)
         self.tree_split = tree_first_pass_nodes(self.verify_tree)
-        # Greedy steps of at most this many requests verify the tree, wider ones the chain.
-        self.tree_max_requests = (
-            0 if self.verify_tree is None else tree_max_rows(self.verify_tree) // self.verify_tree.num_nodes
-        )
+        if self.verify_tree is not None and torch.device(self.device).type != "cpu":
+            check_gpu_tree_target(target_worker.model_runner, self.device, self.block_size)
+        # Greedy steps of at most this many requests (None: any number) verify the tree, wider ones the chain.
+        max_rows = tree_max_rows(self.verify_tree, self.device)  # 0 without a tree
+        nodes = 1 if self.verify_tree is None else self.verify_tree.num_nodes
+        self.tree_max_requests = None if max_rows is None else max_rows // nodes
         self.tree_gate = SecondPassGate(second_pass_policy())  # the tree's own: other passes, gains
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
         self.mask_drafts = mask_drafts_setting()
@@ -1043,12 +1047,23 @@ class DFlashWorker(BaseSpecWorker):
         passes.draft_graph = bool(drafted.can_run_graph)
         return drafted.logits_output
 
-    def _decode_tree(self, batch, on_publish, out_cache_loc: torch.Tensor) -> GenerationBatchResult:
-        """One greedy step that verifies the verify tree (:mod:`.tree_verify`) instead of the chain."""
+    def _decode_tree(
+        self, batch, on_publish, out_cache_loc: torch.Tensor, sampling: spec.BatchSampling
+    ) -> GenerationBatchResult:
+        """One step that verifies the verify tree (:mod:`.tree_verify`) instead of the chain.
+
+        Greedy on CPU, the walk asks for the target's argmax a few nodes at a time
+        (:class:`NodeArgmax`), and nodes past ``SGLANG_DFLASH_TREE_FIRST_DEPTH`` may take a second
+        pass; on a GPU, or with sampled rows, the tree is scored in one pass and walked in tensor
+        ops over the target's token after every node (:meth:`DraftTree.target_tokens`: a sampled
+        row's draw), nothing read back to the host; a GPU's tree mask is the split-KV kernel's
+        armed block mask."""
         tree, block_size, bs = self.verify_tree, self.block_size, batch.batch_size()
         width, seq_lens, passes = tree.num_nodes, batch.seq_lens, BlockPasses()
+        on_gpu = seq_lens.device.type != "cpu"
         started = time.perf_counter()
-        deferred = self.deferred_logits
+        # Sampled rows draw from every node's whole distribution: no deferred logits.
+        deferred = self.deferred_logits if sampling.all_greedy else None
         few_rows = step_uses_few_row_linears(self.small_batch_linears, width)
         # Drafts from a hot vocabulary need only its logits (their ranks, mapped back).
         hot_ids = getattr(self.draft_model, "hot_token_ids", None)
@@ -1077,11 +1092,20 @@ class DFlashWorker(BaseSpecWorker):
                 nodes = torch.cat([block[:, :1], drafts.to(block.dtype)], dim=1)
             slots = verify_slots(out_cache_loc, bs, width).view(bs, width)
             node_positions = tree.node_positions(seq_lens)
-            split = self.tree_split if can_split_batch(batch) else width
+            lazy_walk = not on_gpu and deferred is not None  # greedy on CPU: argmax where walked
+            split = self.tree_split if lazy_walk and can_split_batch(batch) else width
+            cheap_rows = walk_lm_head_rows(bs, split, few_rows, small_batch_linear.CHEAP_ROWS)
+            # The whole tree at once where the walk's first lm_head call would score it all anyway.
+            at_once = not lazy_walk or (split == width and bs * width <= cheap_rows)
+
+            rows_targets = None
+            if not sampling.all_greedy:
+                draws = sampling.draws(seq_lens + 1)  # node depth d decides position seq_len + 1 + d
+                rows_targets = functools.partial(tree.target_tokens, sampling=sampling, generator=draws)
 
             def tree_pass(requests: torch.Tensor, start: int, stop: int):
                 """The target over nodes ``start .. stop - 1`` of ``requests``: (captured aux hidden
-                [n * (stop - start), K*H], ``argmax(rows)`` after those rows)."""
+                [n * (stop - start), K*H], ``argmax(rows)`` after those rows, all rows for None)."""
                 forward_batch = self._block_forward_batch(
                     batch if start == 0 else request_subset(batch, requests, start),
                     self.target_worker.model_runner,
@@ -1090,9 +1114,12 @@ class DFlashWorker(BaseSpecWorker):
                     slots[requests, start:stop].reshape(-1),
                     CaptureHiddenMode.FULL,
                     stop - start,
-                    tree_mask=self.tree_mask[start:stop, :stop],
+                    tree_mask=None if on_gpu else self.tree_mask[start:stop, :stop],
                 )
-                with deferred.capture() if deferred is not None else contextlib.nullcontext():
+                with (
+                    deferred.capture() if deferred is not None else contextlib.nullcontext(),
+                    BlockMasks.holding(self.tree_mask) if on_gpu else contextlib.nullcontext(),
+                ):
                     result = self.target_worker.forward_batch_generation(
                         batch=None, forward_batch=forward_batch, is_verify=True
                     )
@@ -1101,18 +1128,23 @@ class DFlashWorker(BaseSpecWorker):
                 aux, result.logits_output.hidden_states = result.logits_output.hidden_states, None
                 if deferred is not None:  # the lm_head only after the nodes the walk reaches
                     final, logits = deferred.kept()
-                    return aux, lambda rows: logits(final[rows]).argmax(-1)
+                    return aux, lambda rows=None: logits(final if rows is None else final[rows]).argmax(-1)
                 full = result.logits_output.next_token_logits
-                return aux, lambda rows: full[rows].argmax(-1)
+                if rows_targets is not None:  # every node's target token, drawn once
+                    return aux, lambda rows=None: rows_targets(full.view(bs, width, -1))
+                return aux, lambda rows=None: (full if rows is None else full[rows]).argmax(-1)
 
             with self.profiler.phase("verify_ms"):
                 self.profiler.count("tree_steps", 1)
                 everyone = torch.arange(bs, device=nodes.device)
                 began = time.perf_counter()
                 first_aux, first_argmax = tree_pass(everyone, 0, split)
-                self.tree_gate.observe_pass(False, bs * split, (time.perf_counter() - began) * 1e3)
-                node_hidden = first_aux.new_zeros(bs, width, first_aux.shape[-1])
-                node_hidden[:, :split] = first_aux.view(bs, split, -1)
+                if split < width:  # the gate decides second passes: a one-pass tree has none
+                    self.tree_gate.observe_pass(False, bs * split, (time.perf_counter() - began) * 1e3)
+                    node_hidden = first_aux.new_zeros(bs, width, first_aux.shape[-1])
+                    node_hidden[:, :split] = first_aux.view(bs, split, -1)
+                else:
+                    node_hidden = first_aux.view(bs, width, -1)
                 logits_output = passes.verify_result.logits_output
 
             def second_pass(reach: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -1126,8 +1158,6 @@ class DFlashWorker(BaseSpecWorker):
                 self.profiler.count("second_pass_requests", len(reach))
                 return argmax
 
-            cheap_rows = walk_lm_head_rows(bs, split, few_rows, small_batch_linear.CHEAP_ROWS)
-            argmax_at = NodeArgmax(tree, bs, split, first_argmax, second_pass, cheap_rows, nodes.device)
             onward: dict[str, torch.Tensor | bool] = {}
 
             def may_enter(requests: torch.Tensor, children: torch.Tensor) -> torch.Tensor:
@@ -1144,29 +1174,46 @@ class DFlashWorker(BaseSpecWorker):
                 return ~late | bool(onward.get("run", True))
 
             with self.profiler.phase("accept_inject_ms"):
-                on_path, num_correct_drafts, emitted = tree.greedy_walk(nodes, argmax_at, may_enter)
-                accept_lens = (num_correct_drafts + 1).to(torch.int32)
-                if onward.get("run"):  # what the second pass added past the first pass's deepest nodes
-                    first_pass_tokens = tree.depths[split - 1] + 1  # nodes are ordered by depth
-                    added = int((accept_lens[onward["reach"]] - first_pass_tokens).sum())
-                    self.tree_gate.observe_gain(len(onward["reach"]), width - split, added)
-                new_seq_lens = seq_lens + accept_lens
-                order = path_order(on_path)
-                placed = commit_path_slots(
-                    self.req_to_token_pool.req_to_token,
-                    batch.req_pool_indices,
-                    seq_lens,
-                    slots,
-                    order,
-                )
-                if on_publish is not None:
-                    on_publish(new_seq_lens)
-                committed = torch.arange(width, device=order.device)[None, :] < accept_lens[:, None]
-                rows = (torch.arange(bs, device=order.device)[:, None] * width + order)[committed]
-                committed_positions = (seq_lens[:, None] + torch.arange(width, device=order.device))[
-                    committed
-                ]
-                self.injector(node_hidden.view(bs * width, -1)[rows], committed_positions, placed[committed])
+                with self.profiler.detail("accept_ms"):
+                    if at_once:
+                        walked = tree.greedy_accept_argmax(nodes, first_argmax().view(bs, width))
+                    else:
+                        argmax_at = NodeArgmax(
+                            tree, bs, split, first_argmax, second_pass, cheap_rows, nodes.device
+                        )
+                        walked = tree.greedy_walk(nodes, argmax_at, may_enter)
+                    on_path, num_correct_drafts, emitted = walked
+                    accept_lens = (num_correct_drafts + 1).to(torch.int32)
+                    if onward.get("run"):  # what the second pass added past the first pass's deepest nodes
+                        first_pass_tokens = tree.depths[split - 1] + 1  # nodes are ordered by depth
+                        added = int((accept_lens[onward["reach"]] - first_pass_tokens).sum())
+                        self.tree_gate.observe_gain(len(onward["reach"]), width - split, added)
+                    new_seq_lens = seq_lens + accept_lens
+                with self.profiler.detail("inject_ms"):
+                    order = path_order(on_path)
+                    placed = commit_path_slots(
+                        self.req_to_token_pool.req_to_token,
+                        batch.req_pool_indices,
+                        seq_lens,
+                        slots,
+                        order,
+                    )
+                    if on_publish is not None:
+                        on_publish(new_seq_lens)
+                    path_rows = torch.arange(bs, device=order.device)[:, None] * width + order
+                    path_positions = seq_lens[:, None] + torch.arange(width, device=order.device)
+                    if on_gpu:
+                        # Every node in path order, as the chain injects every row (no device sync): the
+                        # rows past a request's path lie beyond its new seq_len, and its next block
+                        # writes its own K/V over them before anything reads them.
+                        committed = slice(None)
+                    else:  # a synchronous CPU step injects the committed rows only
+                        committed = torch.arange(width)[None, :] < accept_lens[:, None]
+                    self.injector(
+                        node_hidden.view(bs * width, -1)[path_rows[committed].reshape(-1)],
+                        path_positions[committed].reshape(-1),
+                        placed[committed].reshape(-1),
+                    )
         # The host slices each request's tokens by the verify width: the bonus token repeats.
         emitted = torch.cat([emitted, emitted[:, -1:].expand(-1, width - emitted.shape[1])], dim=1)
         bonus_tokens = emitted.gather(1, num_correct_drafts[:, None].to(torch.long))[:, 0]
@@ -1181,7 +1228,8 @@ class DFlashWorker(BaseSpecWorker):
             can_run_cuda_graph=passes.verify_result.can_run_cuda_graph,
             extra_keep_alive_refs=[passes.draft_batch, passes.verify_batch, out_cache_loc],
         )
-        self.tree_gate.observe_step(int(accept_lens.sum()), (time.perf_counter() - started) * 1e3)
+        if split < width:
+            self.tree_gate.observe_step(int(accept_lens.sum()), (time.perf_counter() - started) * 1e3)
         self.profiler.end_step(width, (passes.draft_graph, bool(passes.verify_result.can_run_cuda_graph)))
         return result
 
@@ -1205,9 +1253,9 @@ class DFlashWorker(BaseSpecWorker):
         sampling = batch_sampling(sampling_info, bs, self.server_args.sampling_backend)
         penalties = step_penalties(batch.reqs, sampling_info.vocab_size, self.device)
         if self.verify_tree is not None and tree_step_applies(
-            batch, sampling.all_greedy, penalties is not None, grammar is not None, self.tree_max_requests
+            batch, sampling, penalties is not None, grammar is not None, self.tree_max_requests
         ):
-            return self._decode_tree(batch, on_publish, out_cache_loc)  # the width policy skips it
+            return self._decode_tree(batch, on_publish, out_cache_loc, sampling)  # the width policy skips it
         if self.width_policy is not None:
             # Timed per rank, so the ranks' choices can differ: rank 0's is everyone's.
             width = agree_int(self.width_policy.choose(bs), self.tp_shard, self.device)

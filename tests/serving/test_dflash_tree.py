@@ -2,9 +2,9 @@
 tree, verify-trees/tree-15.json, at every batch size) through the real SGLang server on CPU
 (default flags: no overlap scheduler), against plain decoding (shared setup: conftest.py).  Greedy
 steps verify the tree (nodes to depth 2 for every request, the deeper ones for the requests whose
-walk reaches them; one pass in the last test); sampled batches the chain.  The shipped default (the
-drafter folder's 8-node verify-tree.json, for one request at a time) is served by the overlap and
-sync-chunked modules."""
+walk reaches them; one pass in the last test); steps with sampled rows too, in one pass.  The
+shipped default (the drafter folder's 8-node verify-tree.json, for one request at a time) is served
+by the overlap and sync-chunked modules."""
 
 from __future__ import annotations
 
@@ -104,6 +104,19 @@ def test_max_new_tokens_ending_inside_a_block(server, prompts, reference):
 
 def test_sampled_and_greedy_requests_share_a_batch(server, prompts, reference):
     check_sampled_and_greedy_share_a_batch(server, prompts, reference)
+
+
+def test_a_sampled_request_verifies_the_tree(server, prompts, drafter):
+    """Unseeded sampled rows verify the tree too (each committed token the target's draw after its
+    node: tree.DraftTree.target_tokens), in one pass; the output is a sample, so only its steps and
+    its ending are checked here (the distribution: test_tree.py)."""
+    before = profile_counts(server, "tree_steps")
+    out = server.generate(prompts[4], {"temperature": 0.8, "top_p": 0.9, "max_new_tokens": 32})
+    after = profile_counts(server, "tree_steps")
+    assert out["meta_info"]["finish_reason"]["type"] in ("length", "stop") and out["output_ids"]
+    assert after["tree_steps"] - before["tree_steps"] >= 4
+    if drafter[1] == "shipped":  # its drafts are the target's draws often enough
+        assert out["meta_info"]["spec_accept_length"] > 1.0
 
 
 def test_aborts_leave_the_kv_pools_balanced(server, prompts):
