@@ -486,14 +486,19 @@ def sample_from(
 
     With :class:`SeededDraws`, probs is [bs, n, V] for positions ``first + offsets + j`` (``+
     columns[j]`` given ``columns``) and each token comes from that position's ``draw`` uniform
-    (inverse CDF); otherwise ``torch.multinomial``.
+    (inverse CDF); otherwise from a uniform of ``generator`` by inverse CDF on CPU, where
+    ``torch.multinomial`` takes 7x as long over SmolLM2's vocabulary (128 rows: 123 ms against
+    17), and by ``torch.multinomial`` on GPUs (unmeasured there).
     """
     flat = probs.reshape(-1, probs.shape[-1])
     if isinstance(generator, SeededDraws):
         bs, n = probs.shape[0], probs.shape[1]
         uniforms = generator.uniforms(n, draw, offsets, columns)
         return _inverse_cdf(flat, uniforms.reshape(-1)).view(bs, n)
-    return torch.multinomial(flat, 1, generator=generator).view(probs.shape[:-1])
+    if flat.device.type != "cpu":
+        return torch.multinomial(flat, 1, generator=generator).view(probs.shape[:-1])
+    uniforms = torch.rand(flat.shape[0], dtype=torch.float64, generator=generator)
+    return _inverse_cdf(flat, uniforms).view(probs.shape[:-1])
 
 
 def residual_distribution(target_probs: torch.Tensor, draft_probs: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""Token-tree verification for DFlash drafts (greedy): more accepted tokens for the same verify width.
+"""Token-tree verification for DFlash drafts: more accepted tokens for the same verify width.
 
 The drafter scores every block position in one pass; the chain verifies only each position's top
 draft, so a step ends at the first position whose top draft is wrong, however close its second was.
@@ -15,7 +15,10 @@ Greedy acceptance walks from the root: at each node the child drafting the targe
 taken (siblings draft distinct tokens, so at most one is), and the step commits the walked path
 plus the target's argmax after its last node: the target's own greedy tokens, so verification stays
 lossless.  The drafts under a branch are the same position's marginal ranks, which a DFlash drafter
-predicts for every position at once (it never conditions on its own drafts).
+predicts for every position at once (it never conditions on its own drafts).  A sampled row walks
+the same way with the target's draw after each node in place of its argmax
+(:meth:`DraftTree.target_tokens`): speculative sampling with deterministic drafts, each committed
+token a draw from the target's distribution.
 
 A tree is fitted from the drafter's ranks of the target's tokens on a selection set
 (:func:`fit_tree`): the ``N`` most frequent rank prefixes, which maximise the expected accepted

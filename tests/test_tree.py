@@ -17,6 +17,7 @@ from sglang_dflash.serving.tree_verify import (
     commit_path_slots,
     path_order,
     tree_first_pass_nodes,
+    tree_max_requests,
     tree_max_rows,
     tree_step_applies,
     verify_tree_setting,
@@ -390,16 +391,20 @@ def test_a_gpu_tree_is_refused_where_a_target_pass_would_attend_causally(monkeyp
 
 
 def test_a_tree_step_takes_at_most_the_row_budget(monkeypatch):
-    """Requests x nodes <= SGLANG_DFLASH_TREE_MAX_ROWS (default 8 on CPU, none on a GPU; never under
-    the tree's nodes)."""
+    """Requests x nodes <= SGLANG_DFLASH_TREE_MAX_ROWS (default 8 for greedy steps on CPU, none on a
+    GPU or for steps with sampled rows; never under the tree's nodes)."""
     eight = DraftTree.from_paths([(0,), (1,), (0, 0), (0, 1), (0, 0, 0), (0, 0, 1), (0, 0, 0, 0)])
     sixteen = DraftTree.chain(15)
     monkeypatch.delenv(TREE_MAX_ROWS_ENV, raising=False)
     assert tree_max_rows(eight) == DEFAULT_TREE_MAX_ROWS == 8 and tree_max_rows(sixteen) == 16
     assert tree_max_rows(FORK) == 8  # a 4-node tree: two requests
     assert tree_max_rows(sixteen, "cuda") is None  # a GPU's tree takes the chain's rows: no limit
+    assert tree_max_rows(eight, "cpu", sampled=True) is None  # the sampled chain is dearer: no limit
+    assert tree_max_requests(eight, "cpu", False) == 1 and tree_max_requests(eight, "cpu", True) is None
+    assert tree_max_requests(None, "cpu", True) == 0
     monkeypatch.setenv(TREE_MAX_ROWS_ENV, "64")
     assert tree_max_rows(eight) == 64 and tree_max_rows(sixteen, "cuda") == 64
+    assert tree_max_requests(eight, "cpu", True) == 8
     monkeypatch.setenv(TREE_MAX_ROWS_ENV, "0")
     with pytest.raises(ValueError, match="SGLANG_DFLASH_TREE_MAX_ROWS is '0'; expected a whole number >= 1"):
         tree_max_rows(eight)

@@ -182,19 +182,31 @@ def tree_first_pass_nodes(tree: DraftTree | None) -> int:
     return tree.num_nodes if split is None else split
 
 
-def tree_max_rows(tree: DraftTree | None, device: torch.device | str = "cpu") -> int | None:
+def tree_max_rows(
+    tree: DraftTree | None, device: torch.device | str = "cpu", sampled: bool = False
+) -> int | None:
     """``SGLANG_DFLASH_TREE_MAX_ROWS``: the most target rows (requests x tree nodes) a tree step
-    verifies; a larger batch verifies the chain.  Default :data:`DEFAULT_TREE_MAX_ROWS` on CPU and
-    None (no limit) on a GPU, where a tree verifies the block's width, the chain's rows; never
-    under the tree's own nodes (one request always verifies the tree)."""
+    verifies; a larger batch verifies the chain.  Default :data:`DEFAULT_TREE_MAX_ROWS` for greedy
+    steps on CPU, and None (no limit) on a GPU, where a tree verifies the block's width, the
+    chain's rows, and for ``sampled`` steps (with sampled rows), whose chain is dearer than any tree
+    of at most the block's width (the drafter's and the target's logits over the whole vocabulary
+    at every block position, where a tree step scores its few nodes); never under the tree's own
+    nodes (one request always verifies the tree)."""
     value = os.environ.get(TREE_MAX_ROWS_ENV, "").strip()
     if value and not (value.isdigit() and int(value) >= 1):
         raise ValueError(f"sglang-dflash: {TREE_MAX_ROWS_ENV} is {value!r}; expected a whole number >= 1")
     if tree is None:
         return 0
-    if not value and torch.device(device).type != "cpu":
+    if not value and (sampled or torch.device(device).type != "cpu"):
         return None
     return max(int(value) if value else DEFAULT_TREE_MAX_ROWS, tree.num_nodes)
+
+
+def tree_max_requests(tree: DraftTree | None, device: torch.device | str, sampled: bool) -> int | None:
+    """The most requests a tree step takes (:func:`tree_max_rows` over the tree's nodes; 0 without
+    a tree, None for any number)."""
+    rows = tree_max_rows(tree, device, sampled)
+    return None if rows is None else rows // (1 if tree is None else tree.num_nodes)
 
 
 # lm_head rows a call of the packed few-row product scores for about the cost of reading the weight

@@ -76,7 +76,7 @@ from .tree_verify import (
     commit_path_slots,
     path_order,
     tree_first_pass_nodes,
-    tree_max_rows,
+    tree_max_requests,
     tree_step_applies,
     verify_tree_setting,
     walk_lm_head_rows,
@@ -895,10 +895,11 @@ class DFlashWorker(BaseSpecWorker):
         self.tree_split = tree_first_pass_nodes(self.verify_tree)
         if self.verify_tree is not None and torch.device(self.device).type != "cpu":
             check_gpu_tree_target(target_worker.model_runner, self.device, self.block_size)
-        # Greedy steps of at most this many requests (None: any number) verify the tree, wider ones the chain.
-        max_rows = tree_max_rows(self.verify_tree, self.device)  # 0 without a tree
-        nodes = 1 if self.verify_tree is None else self.verify_tree.num_nodes
-        self.tree_max_requests = None if max_rows is None else max_rows // nodes
+        # Steps of at most this many requests (None: any number) verify the tree, wider ones the
+        # chain: greedy steps (False) and steps with sampled rows (True).
+        self.tree_max_requests = {
+            sampled: tree_max_requests(self.verify_tree, self.device, sampled) for sampled in (False, True)
+        }
         self.tree_gate = SecondPassGate(second_pass_policy())  # the tree's own: other passes, gains
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
         self.mask_drafts = mask_drafts_setting()
@@ -1253,7 +1254,11 @@ class DFlashWorker(BaseSpecWorker):
         sampling = batch_sampling(sampling_info, bs, self.server_args.sampling_backend)
         penalties = step_penalties(batch.reqs, sampling_info.vocab_size, self.device)
         if self.verify_tree is not None and tree_step_applies(
-            batch, sampling, penalties is not None, grammar is not None, self.tree_max_requests
+            batch,
+            sampling,
+            penalties is not None,
+            grammar is not None,
+            self.tree_max_requests[not sampling.all_greedy],
         ):
             return self._decode_tree(batch, on_publish, out_cache_loc, sampling)  # the width policy skips it
         if self.width_policy is not None:
