@@ -4,11 +4,12 @@
         --num-prompts 64 --max-new-tokens 256 --concurrency 1,4,16 --out bench/results/run
 
 Modes: ``baseline`` (no speculation), ``dflash`` (ours as it ships: on GPUs with our split-KV
-block attention; on CPU greedy steps of few requests verify the drafter folder's token tree),
+block attention; on CPU greedy steps of few requests, and steps with sampled rows, verify the
+drafter folder's token tree),
 ``dflash-adaptive`` (ours with ``--speculative-adaptive``: per-step verify width, CPU only for
 now), ``dflash-chain`` (ours verifying the chain at every step, ``SGLANG_DFLASH_VERIFY_TREE=off``),
-``dflash-tree`` (ours verifying the drafter folder's token tree at every batch size, greedy
-steps: ``verify-tree.json`` on CPU, the block-wide ``verify-trees/tree-15.json`` on GPUs),
+``dflash-tree`` (ours verifying the drafter folder's token tree at every batch size:
+``verify-tree.json`` on CPU, the block-wide ``verify-trees/tree-15.json`` on GPUs),
 ``dflash-nosplitkv`` (ours with ``SGLANG_DFLASH_SPLITKV=0``: SGLang's prefill kernel for the block
 passes, GPU only), ``dflash-builtin`` (SGLang's built-in DFLASH, selected through
 ``SGLANG_DFLASH_IMPL=builtin``), ``ngram`` (SGLang's NGRAM, no drafter).

@@ -17,6 +17,8 @@ everything by log-sum-exp:
 backend calls it in that kernel's place, see ``serving.plugin``) and returns False, doing nothing,
 for what it does not serve (a custom mask, sinks, windows, soft caps, scaled K/V, ragged blocks):
 the backend then runs its prefill kernel.  :func:`block_attention_torch` defines the semantics.
+Where a server verifies a token tree, causal calls read the block's visibility from an armed mask
+(:class:`BlockMasks`) that a tree step fills with the tree's ancestor mask.
 """
 
 from __future__ import annotations
