@@ -230,12 +230,8 @@ class DraftTree:
         walking = torch.ones(bs, dtype=torch.bool, device=device)
         path = [node]  # each request's node at every depth: its last accepted one once it stops
         for _ in range(self.max_depth):
-            after = argmax.gather(1, node[:, None])  # [bs, 1]
-            candidates = children[node]  # [bs, ranks]
-            drafted = node_tokens.gather(1, candidates.clamp(min=0))
-            match = (candidates >= 0) & (drafted == after) & walking[:, None]
-            walking = match.any(1)
-            child = candidates.gather(1, match.int().argmax(1, keepdim=True))[:, 0]
+            hit, child = _child_drafting(children[node], node_tokens, argmax.gather(1, node[:, None])[:, 0])
+            walking = walking & hit
             node = torch.where(walking, child, node)
             path.append(node)
         on_path = ancestors[node]
@@ -260,7 +256,7 @@ class DraftTree:
         node's own draft), which is lossless too."""
         bs, width = node_tokens.shape
         device = node_tokens.device
-        children = self.children_table(device)
+        children = self.device_tables(device).children
         on_path = torch.zeros(bs, width, dtype=torch.bool, device=device)
         on_path[:, 0] = True
         emitted = torch.zeros(bs, self.max_depth + 1, dtype=node_tokens.dtype, device=device)
@@ -271,11 +267,7 @@ class DraftTree:
             emitted[requests, depth:] = after[:, None]  # the bonus token until a child matches
             if depth == self.max_depth:
                 break
-            candidates = children[node[requests]]  # [n, ranks]
-            drafted = node_tokens[requests[:, None], candidates.clamp(min=0)]
-            match = (candidates >= 0) & (drafted == after[:, None])
-            hit = match.any(1)
-            child = candidates.gather(1, match.int().argmax(1, keepdim=True))[:, 0]
+            hit, child = _child_drafting(children[node[requests]], node_tokens[requests], after)
             if may_enter is not None and hit.any():
                 entering = hit.nonzero().flatten()
                 hit[entering] = may_enter(requests[entering], child[entering]).to(hit.device)
@@ -285,6 +277,17 @@ class DraftTree:
             node[requests] = child
             on_path[requests, child] = True
         return on_path, on_path.sum(1) - 1, emitted
+
+
+def _child_drafting(
+    candidates: torch.Tensor, node_tokens: torch.Tensor, after: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Of each row's candidate children [n, ranks] (node indices, -1 for none, in rank order), the
+    first whose token in ``node_tokens`` [n, W] is the target's token ``after`` [n]: (whether one
+    is [n] bool, which [n]; siblings draft distinct tokens, so at most one is)."""
+    drafted = node_tokens.gather(1, candidates.clamp(min=0))
+    match = (candidates >= 0) & (drafted == after[:, None])
+    return match.any(1), candidates.gather(1, match.int().argmax(1, keepdim=True))[:, 0]
 
 
 def accepted_depth(ranks: Sequence[int], tree: DraftTree) -> int:

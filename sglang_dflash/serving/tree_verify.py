@@ -35,6 +35,11 @@ TREE_MAX_ROWS_ENV = "SGLANG_DFLASH_TREE_MAX_ROWS"
 DEFAULT_TREE_MAX_ROWS = 8
 
 
+def verify_tree_value() -> str:
+    """``SGLANG_DFLASH_VERIFY_TREE`` as set, else its default ``auto``."""
+    return os.environ.get(VERIFY_TREE_ENV, DEFAULT_VERIFY_TREE).strip()
+
+
 def verify_tree_setting(
     server_args, block_size: int, device: torch.device | str, selector: bool = False
 ) -> DraftTree | None:
@@ -43,7 +48,7 @@ def verify_tree_setting(
     A tree file this server cannot run is refused with every reason; under ``auto`` the server
     verifies the chain instead and logs why (``selector``: a DFlash2 drafter, which chooses its
     drafts by its own walk)."""
-    value = os.environ.get(VERIFY_TREE_ENV, DEFAULT_VERIFY_TREE).strip()
+    value = verify_tree_value()
     if value in ("", "off"):
         return None
     explicit = VERIFY_TREE_ENV in os.environ
@@ -105,11 +110,11 @@ def gpu_tree_problems(
     so a GPU server verifies a tree only when its file is named."""
     from .plugin import splitkv_setting
 
-    problems = []
-    if server_args.attention_backend != "triton" or not splitkv_setting():
+    problems, splitkv = [], splitkv_setting()
+    if server_args.attention_backend != "triton" or not splitkv:
         problems.append(
             f"attention backend {server_args.attention_backend} on {device}"
-            f"{'' if splitkv_setting() else ' without the split-KV kernel'}; a tree verifies on GPUs "
+            f"{'' if splitkv else ' without the split-KV kernel'}; a tree verifies on GPUs "
             "with triton and the split-KV kernel (SGLANG_DFLASH_SPLITKV on)"
         )
     if tree.num_nodes != block_size:
