@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from sglang_dflash import SamplingParams, load_drafter, spec_generate
+from sglang_dflash import tree as tree_module
 from sglang_dflash.serving.tree_verify import (
     DEFAULT_TREE_MAX_ROWS,
     TREE_FIRST_DEPTH_ENV,
@@ -279,7 +280,18 @@ def test_a_mixed_batch_keeps_its_greedy_rows_greedy(setup, fitted):
     assert [mixed.token_ids[i] for i in (0, 2)] == [alone.token_ids[i] for i in (0, 2)]
 
 
-def test_the_sampled_walk_commits_the_targets_distribution_at_every_node():
+def walk_every_node_drawn(nodes, logits, sampling, generator):
+    """The GPU's sampled walk: every node's draw, then the tensor walk."""
+    return FORK.greedy_accept_argmax(nodes, FORK.target_tokens(logits, sampling, generator))
+
+
+def walk_drawing_when_reached(nodes, logits, sampling, generator):
+    """The CPU's sampled walk: a node draws when the walk reaches it."""
+    return FORK.sampled_walk(nodes, logits, sampling, generator)
+
+
+@pytest.mark.parametrize("walk", [walk_every_node_drawn, walk_drawing_when_reached])
+def test_the_sampled_walk_commits_the_targets_distribution_at_every_node(walk):
     """FORK's root drafts tokens 0 and 1 (nodes 1, 2), node 1 drafts 0 (node 3): the first committed
     token follows the root's distribution, the second the distribution of the node the first
     token reached (node 1 or 2), or is missing where the first was not drafted (the step ends)."""
@@ -288,8 +300,7 @@ def test_the_sampled_walk_commits_the_targets_distribution_at_every_node():
     nodes = torch.tensor([[2, 0, 1, 0]]).expand(trials, -1)
     logits = probs.log()[None].expand(trials, -1, -1)
     sampling = BatchSampling.from_params([SamplingParams(temperature=1.0)] * trials)
-    targets = FORK.target_tokens(logits, sampling, torch.Generator().manual_seed(0))
-    _, correct, emitted = FORK.greedy_accept_argmax(nodes, targets)
+    _, correct, emitted = walk(nodes, logits, sampling, torch.Generator().manual_seed(0))
     first = torch.bincount(emitted[:, 0], minlength=3).float() / trials
     assert torch.allclose(first, probs[0], atol=0.01)
     for token, node in ((0, 1), (1, 2)):  # the root drafts 0 at node 1 and 1 at node 2
@@ -299,6 +310,37 @@ def test_the_sampled_walk_commits_the_targets_distribution_at_every_node():
         )
         second = torch.bincount(emitted[reached, 1], minlength=3).float() / int(reached.sum())
         assert torch.allclose(second, probs[node], atol=0.015), (token, second)
+
+
+def test_the_cpu_sampled_walk_draws_at_the_nodes_it_reaches_only(monkeypatch):
+    """Each request draws once per node on its walked path (its accepted drafts and the root), and
+    never at a node the walk did not reach; greedy rows of the batch commit their argmax."""
+    drawn_rows = []
+    real_draft_tokens = tree_module.draft_tokens
+
+    def counting(logits, *args):
+        drawn_rows.append(logits.shape[0])
+        return real_draft_tokens(logits, *args)
+
+    monkeypatch.setattr(tree_module, "draft_tokens", counting)
+    bs = 64
+    generator = torch.Generator().manual_seed(1)
+    logits = torch.randn(bs, 4, 3, generator=generator)
+    nodes = torch.tensor([[2, 0, 1, 0]]).expand(bs, -1)
+    params = [SamplingParams(temperature=0.0 if row % 4 == 0 else 1.0) for row in range(bs)]
+    on_path, correct, emitted = FORK.sampled_walk(nodes, logits, BatchSampling.from_params(params), generator)
+    assert sum(drawn_rows) == int((correct + 1).sum()) < bs * FORK.num_nodes
+    assert bool(on_path.sum(1).eq(correct + 1).all())
+    greedy_rows = torch.arange(0, bs, 4)
+    expected = FORK.greedy_accept(nodes[greedy_rows], logits[greedy_rows])
+    for got, want in zip((on_path, correct, emitted), expected, strict=True):
+        assert torch.equal(got[greedy_rows], want)
+
+
+def test_the_cpu_sampled_walk_refuses_seeded_rows():
+    sampling = BatchSampling.from_params([SamplingParams(temperature=1.0, seed=3)])
+    with pytest.raises(ValueError, match="unseeded rows only"):
+        FORK.sampled_walk(torch.zeros(1, 4, dtype=torch.long), torch.zeros(1, 4, 3), sampling)
 
 
 # ----------------------------------------------------------------------------- serving settings

@@ -1055,10 +1055,11 @@ class DFlashWorker(BaseSpecWorker):
 
         Greedy on CPU, the walk asks for the target's argmax a few nodes at a time
         (:class:`NodeArgmax`), and nodes past ``SGLANG_DFLASH_TREE_FIRST_DEPTH`` may take a second
-        pass; on a GPU, or with sampled rows, the tree is scored in one pass and walked in tensor
-        ops over the target's token after every node (:meth:`DraftTree.target_tokens`: a sampled
-        row's draw), nothing read back to the host; a GPU's tree mask is the split-KV kernel's
-        armed block mask."""
+        pass.  With sampled rows on CPU, the tree is scored in one pass and the walk draws the
+        target's token only after the nodes it reaches (:meth:`DraftTree.sampled_walk`).  On a GPU
+        the tree is scored in one pass and walked in tensor ops over the target's token after every
+        node (:meth:`DraftTree.target_tokens`: a sampled row's draw), nothing read back to the
+        host; a GPU's tree mask is the split-KV kernel's armed block mask."""
         tree, block_size, bs = self.verify_tree, self.block_size, batch.batch_size()
         width, seq_lens, passes = tree.num_nodes, batch.seq_lens, BlockPasses()
         on_gpu = seq_lens.device.type != "cpu"
@@ -1099,8 +1100,11 @@ class DFlashWorker(BaseSpecWorker):
             # The whole tree at once where the walk's first lm_head call would score it all anyway.
             at_once = not lazy_walk or (split == width and bs * width <= cheap_rows)
 
+            # Sampled rows: a CPU step draws the target's token at the nodes its walk reaches
+            # (DraftTree.sampled_walk); a GPU's draws at every node, walked with no host sync.
+            draws_when_walked = not sampling.all_greedy and not on_gpu
             rows_targets = None
-            if not sampling.all_greedy:
+            if not sampling.all_greedy and on_gpu:
                 draws = sampling.draws(seq_lens + 1)  # node depth d decides position seq_len + 1 + d
                 rows_targets = functools.partial(tree.target_tokens, sampling=sampling, generator=draws)
 
@@ -1176,7 +1180,10 @@ class DFlashWorker(BaseSpecWorker):
 
             with self.profiler.phase("accept_inject_ms"):
                 with self.profiler.detail("accept_ms"):
-                    if at_once:
+                    if draws_when_walked:
+                        node_logits = logits_output.next_token_logits.view(bs, width, -1)
+                        walked = tree.sampled_walk(nodes, node_logits, sampling)
+                    elif at_once:
                         walked = tree.greedy_accept_argmax(nodes, first_argmax().view(bs, width))
                     else:
                         argmax_at = NodeArgmax(
