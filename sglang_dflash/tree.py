@@ -38,6 +38,8 @@ import torch
 from .speculative import TARGET_DRAW, BatchSampling, SeededDraws, draft_tokens, sample_from, sampling_probs
 
 TREE_FILE = "verify-tree.json"
+# A smaller tree for steps of more requests (CPU servers: serving.tree_verify.wide_batch_tree_setting).
+WIDE_TREE_FILE = "wide-batch-tree.json"
 
 
 class TreeTables(NamedTuple):

@@ -194,8 +194,10 @@ def test_every_gpu_mode_but_nosplitkv_runs_the_split_kv_attention(monkeypatch):
 def test_the_chain_and_tree_modes_set_the_verify_tree_and_no_caller_setting_leaks_in(monkeypatch):
     monkeypatch.setenv("SGLANG_DFLASH_VERIFY_TREE", "/some/tree.json")
     monkeypatch.setenv("SGLANG_DFLASH_TREE_MAX_ROWS", "3")
-    shipped = mode_env("dflash", "p", device="cpu")  # the worker's defaults: auto, 8 rows
+    monkeypatch.setenv("SGLANG_DFLASH_WIDE_BATCH_TREE", "off")
+    shipped = mode_env("dflash", "p", device="cpu")  # the worker's defaults: auto, 8 rows, auto
     assert "SGLANG_DFLASH_VERIFY_TREE" not in shipped and "SGLANG_DFLASH_TREE_MAX_ROWS" not in shipped
+    assert "SGLANG_DFLASH_WIDE_BATCH_TREE" not in shipped
     assert mode_env("dflash-chain", "p", device="cpu")["SGLANG_DFLASH_VERIFY_TREE"] == "off"
     tree = mode_env("dflash-tree", "p", device="cpu")
     assert "SGLANG_DFLASH_VERIFY_TREE" not in tree and int(tree["SGLANG_DFLASH_TREE_MAX_ROWS"]) >= 16 * 256

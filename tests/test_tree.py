@@ -14,7 +14,9 @@ from sglang_dflash.serving.tree_verify import (
     TREE_FIRST_DEPTH_ENV,
     TREE_MAX_ROWS_ENV,
     VERIFY_TREE_ENV,
+    WIDE_TREE_ENV,
     NodeArgmax,
+    VerifyTrees,
     commit_path_slots,
     path_order,
     tree_first_pass_nodes,
@@ -23,12 +25,14 @@ from sglang_dflash.serving.tree_verify import (
     tree_step_applies,
     verify_tree_setting,
     walk_lm_head_rows,
+    wide_batch_tree_setting,
 )
 from sglang_dflash.speculative import BatchSampling
 from sglang_dflash.testing import make_tiny_drafter
 from sglang_dflash.train.acceptance import block_ranks, replay_spec
 from sglang_dflash.tree import (
     TREE_FILE,
+    WIDE_TREE_FILE,
     DraftTree,
     accepted_depth,
     fit_tree,
@@ -363,6 +367,46 @@ def test_the_verify_tree_setting_is_the_drafters_tree_unless_off(tmp_path, monke
     assert verify_tree_setting(server_args(tmp_path), 4, "cpu") == FORK
 
 
+# A 3-node tree: what a wide batch verifies beside FORK.
+SMALL = DraftTree(parents=(0, 0), ranks=(0, 1))
+
+
+def test_the_wide_batch_tree_is_the_drafters_beside_a_verify_tree_on_cpu(tmp_path, monkeypatch, caplog):
+    monkeypatch.delenv(WIDE_TREE_ENV, raising=False)  # the default: auto
+    caplog.set_level("INFO")  # a default's reasons are logged at info
+    args = server_args(tmp_path)
+    assert wide_batch_tree_setting(args, 16, "cpu", FORK) is None  # the drafter has no such file
+    save_tree(SMALL, str(tmp_path / WIDE_TREE_FILE))
+    assert wide_batch_tree_setting(args, 16, "cpu", FORK) == SMALL
+    assert wide_batch_tree_setting(args, 16, "cpu", None) is None  # no verify tree: the chain
+    assert wide_batch_tree_setting(server_args(tmp_path, backend="triton"), 16, "cuda", FORK) is None
+    assert "wide-batch tree" in caplog.text and "device cuda; expected CPU" in caplog.text
+    assert wide_batch_tree_setting(args, 16, "cpu", FORK, adaptive=True) is None  # the policy decides
+    assert "--speculative-adaptive; expected without it" in caplog.text
+    monkeypatch.setenv(WIDE_TREE_ENV, "off")
+    assert wide_batch_tree_setting(args, 16, "cpu", FORK) is None
+    monkeypatch.setenv(WIDE_TREE_ENV, str(tmp_path / WIDE_TREE_FILE))
+    assert wide_batch_tree_setting(args, 16, "cpu", FORK) == SMALL
+
+
+@pytest.mark.parametrize(
+    "named_tree, verify_tree, device, named",
+    [
+        ("absent.json", FORK, "cpu", "absent.json'; expected 'off', 'auto' or a tree JSON file"),
+        (WIDE_TREE_FILE, None, "cpu", "but no verify tree is served; expected one beside it"),
+        (WIDE_TREE_FILE, SMALL, "cpu", "3 nodes; expected fewer than the verify tree's 3"),
+        (WIDE_TREE_FILE, FORK, "cuda", "device cuda; expected CPU"),
+    ],
+)
+def test_a_wide_batch_tree_the_server_cannot_run_is_refused_naming_why(
+    tmp_path, monkeypatch, named_tree, verify_tree, device, named
+):
+    save_tree(SMALL, str(tmp_path / WIDE_TREE_FILE))
+    monkeypatch.setenv(WIDE_TREE_ENV, str(tmp_path / named_tree))
+    with pytest.raises(ValueError, match=named):
+        wide_batch_tree_setting(server_args(tmp_path), 16, device, verify_tree)
+
+
 @pytest.mark.parametrize(
     "args, block, device, named",
     [
@@ -443,6 +487,9 @@ def test_a_tree_step_takes_at_most_the_row_budget(monkeypatch):
     assert tree_max_rows(sixteen, "cuda") is None  # a GPU's tree takes the chain's rows: no limit
     assert tree_max_rows(eight, "cpu", sampled=True) is None  # the sampled chain is dearer: no limit
     assert tree_max_requests(eight, "cpu", False) == 1 and tree_max_requests(eight, "cpu", True) is None
+    # Beside a wide-batch tree, sampled steps past the budget verify that tree: the same budget.
+    assert tree_max_rows(eight, "cpu", sampled=True, wide=True) == 8
+    assert tree_max_requests(eight, "cpu", True, wide=True) == 1
     assert tree_max_requests(None, "cpu", True) == 0
     monkeypatch.setenv(TREE_MAX_ROWS_ENV, "64")
     assert tree_max_rows(eight) == 64 and tree_max_rows(sixteen, "cuda") == 64
@@ -475,10 +522,25 @@ def test_the_walks_first_lm_head_call_scores_the_whole_first_pass():
     assert accepted.tolist() == [3] and calls == [8]
 
 
-@pytest.mark.parametrize(
-    "bs, max_requests, applies", [(1, 1, True), (2, 1, False), (2, 2, True), (64, None, True)]
-)
-def test_a_batch_over_the_tree_budget_verifies_the_chain(bs, max_requests, applies):
+@pytest.mark.parametrize("wide", [None, SMALL])
+def test_steps_past_the_budget_verify_the_wide_batch_tree_or_the_chain(monkeypatch, wide):
+    """FORK (4 nodes) within the default 8 rows (two requests), the wide-batch tree past them, else
+    the chain (None); sampled steps take FORK at any size when no wide-batch tree serves them."""
+    monkeypatch.delenv(TREE_MAX_ROWS_ENV, raising=False)
+    trees = VerifyTrees(FORK, wide, "cpu")
+    for bs, sampled in ((1, False), (2, False), (1, True), (2, True)):
+        assert trees.for_step(bs, sampled).tree == FORK
+    assert torch.equal(trees.for_step(1, False).mask, FORK.ancestor_mask())
+    past = trees.for_step(3, False)
+    assert past is None if wide is None else past.tree == SMALL
+    assert trees.for_step(64, True).tree == (FORK if wide is None else SMALL)
+    assert VerifyTrees(None, None, "cpu").for_step(1, False) is None
+    # Off the CPU ("meta" here, a GPU in a server) no budget: the verify tree at any size.
+    assert VerifyTrees(FORK, wide, "meta").for_step(64, False).tree == FORK
+
+
+def test_only_unseeded_batches_whose_logits_nothing_changes_verify_a_tree():
+    bs = 4
     sampling_info = SimpleNamespace(logit_bias=None)
     batch = SimpleNamespace(
         batch_size=lambda: bs, sampling_info=sampling_info, return_logprob=False, return_hidden_states=False
@@ -487,12 +549,14 @@ def test_a_batch_over_the_tree_budget_verifies_the_chain(bs, max_requests, appli
     sampled = BatchSampling.from_params([SamplingParams(temperature=0.7)] * bs)
     seeded = BatchSampling.from_params([SamplingParams(temperature=0.7, seed=1)] * bs)
     seeded_greedy = BatchSampling.from_params([SamplingParams(seed=1)] * bs)
-    assert tree_step_applies(batch, greedy, False, False, max_requests) is applies
-    assert tree_step_applies(batch, sampled, False, False, max_requests) is applies
-    assert tree_step_applies(batch, seeded_greedy, False, False, max_requests) is applies
-    assert tree_step_applies(batch, seeded, False, False, max_requests) is False  # seeded: the chain
-    assert tree_step_applies(batch, greedy, True, False, max_requests) is False  # penalties
-    assert tree_step_applies(batch, greedy, False, True, max_requests) is False  # a grammar
+    assert tree_step_applies(batch, greedy, False, False)
+    assert tree_step_applies(batch, sampled, False, False)
+    assert tree_step_applies(batch, seeded_greedy, False, False)
+    assert not tree_step_applies(batch, seeded, False, False)  # seeded: the chain
+    assert not tree_step_applies(batch, greedy, True, False)  # penalties
+    assert not tree_step_applies(batch, greedy, False, True)  # a grammar
+    batch.return_logprob = True
+    assert not tree_step_applies(batch, greedy, False, False)
 
 
 def test_a_missing_tree_file_is_refused_naming_the_value(tmp_path, monkeypatch):

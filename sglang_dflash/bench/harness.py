@@ -4,8 +4,8 @@
         --num-prompts 64 --max-new-tokens 256 --concurrency 1,4,16 --out bench/results/run
 
 Modes: ``baseline`` (no speculation), ``dflash`` (ours as it ships: on GPUs with our split-KV
-block attention; on CPU greedy steps of few requests, and steps with sampled rows, verify the
-drafter folder's token tree),
+block attention; on CPU steps of one request verify the drafter folder's token tree, wider steps
+its wide-batch tree),
 ``dflash-adaptive`` (ours with ``--speculative-adaptive``: per-step verify width, CPU only for
 now), ``dflash-chain`` (ours verifying the chain at every step, ``SGLANG_DFLASH_VERIFY_TREE=off``),
 ``dflash-tree`` (ours verifying the drafter folder's token tree at every batch size:
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from ..serving.tree_verify import TREE_MAX_ROWS_ENV, VERIFY_TREE_ENV, block_width_tree_file
+from ..serving.tree_verify import TREE_MAX_ROWS_ENV, VERIFY_TREE_ENV, WIDE_TREE_ENV, block_width_tree_file
 from .datasets import dataset_name, load_dataset, read_jsonl_prompts
 from .engine_run import FIRST_WAVES
 from .report import write_report
@@ -276,6 +276,7 @@ def mode_env(
     # Every mode but these two verifies as the worker ships.
     env.pop(VERIFY_TREE_ENV, None)
     env.pop(TREE_MAX_ROWS_ENV, None)
+    env.pop(WIDE_TREE_ENV, None)
     if mode == "dflash-chain":
         env[VERIFY_TREE_ENV] = "off"
     if mode == "dflash-tree":  # the drafter folder's tree (CPU: verify-tree.json) at every batch size

@@ -14,11 +14,12 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
 from ..speculative import BatchSampling
-from ..tree import TREE_FILE, DraftTree, load_tree
+from ..tree import TREE_FILE, WIDE_TREE_FILE, DraftTree, load_tree
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +27,9 @@ logger = logging.getLogger(__name__)
 # it; "off": the chain; or a tree file's path.
 VERIFY_TREE_ENV = "SGLANG_DFLASH_VERIFY_TREE"
 DEFAULT_VERIFY_TREE = "auto"
+# "auto" (default): the drafter folder's wide-batch-tree.json, on CPU, beside a verify tree; "off":
+# steps past the verify tree's row budget verify the chain; or a tree file's path.
+WIDE_TREE_ENV = "SGLANG_DFLASH_WIDE_BATCH_TREE"
 TREE_FIRST_DEPTH_ENV = "SGLANG_DFLASH_TREE_FIRST_DEPTH"
 DEFAULT_TREE_FIRST_DEPTH = 0
 TREE_MAX_ROWS_ENV = "SGLANG_DFLASH_TREE_MAX_ROWS"
@@ -63,6 +67,17 @@ def verify_tree_setting(
             "(sglang-dflash fit-tree makes one)"
         )
     tree = load_tree(path)
+    problems = served_tree_problems(server_args, tree, block_size, device, selector)
+    if torch.device(device).type != "cpu":
+        problems.extend(gpu_tree_problems(server_args, tree, block_size, device, value == "auto"))
+    return _tree_or_chain(tree, path, problems, by_default=value == "auto", explicit=explicit)
+
+
+def served_tree_problems(
+    server_args, tree: DraftTree, block_size: int, device: torch.device | str, selector: bool
+) -> list[str]:
+    """Why this server cannot verify ``tree`` on any device (a GPU's own reasons:
+    :func:`gpu_tree_problems`); a tree deeper than the block is refused outright."""
     tree.check_block(block_size)
     problems = []
     if tree.num_nodes > block_size:
@@ -73,21 +88,80 @@ def verify_tree_setting(
                 f"attention backend {server_args.attention_backend} on {device}; a tree verifies on CPU "
                 "with torch_native"
             )
-    else:
-        problems.extend(gpu_tree_problems(server_args, tree, block_size, device, value == "auto"))
     if getattr(server_args, "tp_size", 1) != 1:
         problems.append(f"tp size {server_args.tp_size}; expected 1")
     if selector:
         problems.append("a DFlash2 drafter chooses its drafts by its selector; expected a DFlash drafter")
-    if problems and value == "auto":
+    return problems
+
+
+def _tree_or_chain(
+    tree: DraftTree,
+    path: str,
+    problems: list[str],
+    by_default: bool,
+    explicit: bool,
+    role: str = "verify tree",
+) -> DraftTree | None:
+    """``tree`` if nothing stops it; else None (the chain) for a tree taken by default, with the
+    reasons logged, and a ValueError naming them for a tree file someone named."""
+    if problems and by_default:
         # Only a tree someone asked for is worth a warning; by default the chain is simply served.
         log = logger.warning if explicit else logger.info
-        log("sglang-dflash: verify tree %s not used (%s): the chain", path, "; ".join(problems))
+        log("sglang-dflash: %s %s not used (%s): the chain", role, path, "; ".join(problems))
         return None
     if problems:
-        raise ValueError(f"sglang-dflash: verify tree {path}: " + "; ".join(problems))
-    logger.info("sglang-dflash verify tree %s: %d nodes, depth %d", path, tree.num_nodes, tree.max_depth)
+        raise ValueError(f"sglang-dflash: {role} {path}: " + "; ".join(problems))
+    logger.info("sglang-dflash %s %s: %d nodes, depth %d", role, path, tree.num_nodes, tree.max_depth)
     return tree
+
+
+def wide_batch_tree_setting(
+    server_args,
+    block_size: int,
+    device: torch.device | str,
+    verify_tree: DraftTree | None,
+    adaptive: bool = False,
+) -> DraftTree | None:
+    """The tree ``SGLANG_DFLASH_WIDE_BATCH_TREE`` names for the steps wider than ``verify_tree``'s
+    row budget (:func:`tree_max_rows`), or None: those steps verify the chain.
+
+    ``auto`` (default): the drafter folder's ``wide-batch-tree.json`` where it has one, beside a
+    verify tree, on CPU; ``off``; or a tree file.  A wide-batch tree has fewer nodes than the verify
+    tree (on CPU a step's target pass costs by its rows, requests x nodes) and is CPU-only: a GPU
+    verifies one tree, of the block's width, at every batch size.  With ``adaptive``
+    (``--speculative-adaptive``) the width policy chooses the widths of those steps instead."""
+    value = os.environ.get(WIDE_TREE_ENV, "auto").strip()
+    if value in ("", "off"):
+        return None
+    by_default = value == "auto"
+    path = os.path.join(server_args.speculative_draft_model_path, WIDE_TREE_FILE) if by_default else value
+    if by_default and (verify_tree is None or not os.path.exists(path)):
+        return None
+    if not os.path.isfile(path):
+        raise ValueError(
+            f"sglang-dflash: {WIDE_TREE_ENV} is {value!r}; expected 'off', 'auto' or a tree JSON file "
+            "(sglang-dflash fit-tree makes one)"
+        )
+    if verify_tree is None:
+        raise ValueError(
+            f"sglang-dflash: {WIDE_TREE_ENV} names {path}, but no verify tree is served; expected one "
+            f"beside it ({VERIFY_TREE_ENV}), whose row budget the wide-batch tree's steps exceed"
+        )
+    tree = load_tree(path)
+    problems = served_tree_problems(server_args, tree, block_size, device, selector=False)
+    if tree.num_nodes >= verify_tree.num_nodes:
+        problems.append(
+            f"{tree.num_nodes} nodes; expected fewer than the verify tree's {verify_tree.num_nodes}"
+        )
+    if torch.device(device).type != "cpu":
+        problems.append(f"device {device}; expected CPU (a GPU verifies one tree, of the block's width)")
+    if adaptive:
+        problems.append(
+            "--speculative-adaptive; expected without it (its policy chooses the wider steps' widths)"
+        )
+    explicit = WIDE_TREE_ENV in os.environ
+    return _tree_or_chain(tree, path, problems, by_default, explicit, role="wide-batch tree")
 
 
 # A drafter folder's wider trees (sglang-dflash fit-tree), tree-<drafts>.json; the one of the block's
@@ -188,30 +262,70 @@ def tree_first_pass_nodes(tree: DraftTree | None) -> int:
 
 
 def tree_max_rows(
-    tree: DraftTree | None, device: torch.device | str = "cpu", sampled: bool = False
+    tree: DraftTree | None, device: torch.device | str = "cpu", sampled: bool = False, wide: bool = False
 ) -> int | None:
-    """``SGLANG_DFLASH_TREE_MAX_ROWS``: the most target rows (requests x tree nodes) a tree step
-    verifies; a larger batch verifies the chain.  Default :data:`DEFAULT_TREE_MAX_ROWS` for greedy
-    steps on CPU, and None (no limit) on a GPU, where a tree verifies the block's width, the
-    chain's rows, and for ``sampled`` steps (with sampled rows), whose chain is dearer than any tree
-    of at most the block's width (the drafter's and the target's logits over the whole vocabulary
-    at every block position, where a tree step scores its few nodes); never under the tree's own
-    nodes (one request always verifies the tree)."""
+    """``SGLANG_DFLASH_TREE_MAX_ROWS``: the most target rows (requests x tree nodes) a step verifies
+    ``tree`` for; a larger batch verifies the wide-batch tree (``wide``: the server has one), else
+    the chain.  Default :data:`DEFAULT_TREE_MAX_ROWS` for greedy steps on CPU, and for ``sampled``
+    steps (with sampled rows) beside a wide-batch tree; None (no limit) on a GPU, where a tree
+    verifies the block's width, the chain's rows, and for sampled steps without a wide-batch tree,
+    whose chain is dearer than any tree of at most the block's width (the drafter's and the
+    target's logits over the whole vocabulary at every block position, where a tree step scores
+    its few nodes); never under the tree's own nodes (one request always verifies the tree)."""
     value = os.environ.get(TREE_MAX_ROWS_ENV, "").strip()
     if value and not (value.isdigit() and int(value) >= 1):
         raise ValueError(f"sglang-dflash: {TREE_MAX_ROWS_ENV} is {value!r}; expected a whole number >= 1")
     if tree is None:
         return 0
-    if not value and (sampled or torch.device(device).type != "cpu"):
+    if not value and ((sampled and not wide) or torch.device(device).type != "cpu"):
         return None
     return max(int(value) if value else DEFAULT_TREE_MAX_ROWS, tree.num_nodes)
 
 
-def tree_max_requests(tree: DraftTree | None, device: torch.device | str, sampled: bool) -> int | None:
-    """The most requests a tree step takes (:func:`tree_max_rows` over the tree's nodes; 0 without
-    a tree, None for any number)."""
-    rows = tree_max_rows(tree, device, sampled)
+def tree_max_requests(
+    tree: DraftTree | None, device: torch.device | str, sampled: bool, wide: bool = False
+) -> int | None:
+    """The most requests a step verifies ``tree`` for (:func:`tree_max_rows` over the tree's nodes;
+    0 without a tree, None for any number)."""
+    rows = tree_max_rows(tree, device, sampled, wide)
     return None if rows is None else rows // (1 if tree is None else tree.num_nodes)
+
+
+@dataclass(frozen=True)
+class ServedTree:
+    """A tree as a server's steps verify it: the tree, its ancestor mask on the server's device,
+    and the nodes its first target pass scores (:func:`tree_first_pass_nodes`)."""
+
+    tree: DraftTree
+    mask: torch.Tensor
+    split: int
+
+    @classmethod
+    def on(cls, tree: DraftTree, device: torch.device | str) -> ServedTree:
+        return cls(tree, tree.ancestor_mask(device), tree_first_pass_nodes(tree))
+
+
+class VerifyTrees:
+    """Which tree a step verifies: the verify tree for steps within its row budget
+    (:func:`tree_max_requests`), the wide-batch tree (fewer nodes) for wider ones, else the chain."""
+
+    def __init__(
+        self, verify_tree: DraftTree | None, wide_tree: DraftTree | None, device: torch.device | str
+    ) -> None:
+        self.narrow = None if verify_tree is None else ServedTree.on(verify_tree, device)
+        self.wide = None if wide_tree is None else ServedTree.on(wide_tree, device)
+        # Greedy steps (False) and steps with sampled rows (True).
+        self.max_requests = {
+            sampled: tree_max_requests(verify_tree, device, sampled, wide_tree is not None)
+            for sampled in (False, True)
+        }
+
+    def for_step(self, bs: int, sampled: bool) -> ServedTree | None:
+        """The tree a step of ``bs`` requests verifies (``sampled``: with sampled rows), or None."""
+        limit = self.max_requests[sampled]
+        if self.narrow is not None and (limit is None or bs <= limit):
+            return self.narrow
+        return self.wide
 
 
 # lm_head rows a call of the packed few-row product scores for about the cost of reading the weight
@@ -230,19 +344,15 @@ def walk_lm_head_rows(bs: int, first_pass_nodes: int, few_rows: bool, cheap_rows
     return max(cheap_rows, min(bs * first_pass_nodes, WALK_MAX_ROWS)) if few_rows else 1
 
 
-def tree_step_applies(
-    batch, sampling: BatchSampling, has_penalties: bool, has_grammar: bool, max_requests: int | None
-) -> bool:
-    """Whether a step verifies the tree: at most ``max_requests`` (None: any number of) requests,
-    greedy or sampled without a seed, whose logits nothing changes or reports (penalties, grammar,
-    logit_bias, logprobs, hidden states); any other batch verifies the chain.
+def tree_step_applies(batch, sampling: BatchSampling, has_penalties: bool, has_grammar: bool) -> bool:
+    """Whether a step may verify a tree (:meth:`VerifyTrees.for_step` says which): its requests are
+    greedy or sampled without a seed, and nothing changes or reports their logits (penalties,
+    grammar, logit_bias, logprobs, hidden states); any other batch verifies the chain.
 
     A seeded sampled row's tokens differ between a tree step and a chain step (the tree commits
     the target's draw at each position, the chain accepts sampled drafts), and whether a step
     verifies the tree depends on the batch; so seeded rows take the chain, whose tokens do not
     depend on the batch (:class:`~sglang_dflash.speculative.SeededDraws`)."""
-    if max_requests is not None and batch.batch_size() > max_requests:
-        return False
     if (not sampling.all_greedy and sampling.seeds is not None) or has_penalties or has_grammar:
         return False
     if batch.sampling_info.logit_bias is not None or batch.return_logprob or batch.return_hidden_states:

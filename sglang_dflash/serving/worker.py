@@ -72,14 +72,15 @@ from .staged_verify import (
 from .tensor_parallel import TPShard, agree, agree_int
 from .tree_verify import (
     NodeArgmax,
+    ServedTree,
+    VerifyTrees,
     check_gpu_tree_target,
     commit_path_slots,
     path_order,
-    tree_first_pass_nodes,
-    tree_max_requests,
     tree_step_applies,
     verify_tree_setting,
     walk_lm_head_rows,
+    wide_batch_tree_setting,
 )
 
 logger = logging.getLogger(__name__)
@@ -890,16 +891,12 @@ class DFlashWorker(BaseSpecWorker):
         self.injector: ContextInjector | None = None
         self.width_policy = adaptive_policy(server_args, self.block_size)
         selector = getattr(self.draft_model, "select_drafts", None) is not None
-        self.verify_tree = verify_tree_setting(server_args, self.block_size, self.device, selector)
-        self.tree_mask = None if self.verify_tree is None else self.verify_tree.ancestor_mask(self.device)
-        self.tree_split = tree_first_pass_nodes(self.verify_tree)
-        if self.verify_tree is not None and torch.device(self.device).type != "cpu":
+        verify_tree = verify_tree_setting(server_args, self.block_size, self.device, selector)
+        if verify_tree is not None and torch.device(self.device).type != "cpu":
             check_gpu_tree_target(target_worker.model_runner, self.device, self.block_size)
-        # Steps of at most this many requests (None: any number) verify the tree, wider ones the
-        # chain: greedy steps (False) and steps with sampled rows (True).
-        self.tree_max_requests = {
-            sampled: tree_max_requests(self.verify_tree, self.device, sampled) for sampled in (False, True)
-        }
+        adaptive = self.width_policy is not None
+        wide_tree = wide_batch_tree_setting(server_args, self.block_size, self.device, verify_tree, adaptive)
+        self.verify_trees = VerifyTrees(verify_tree, wide_tree, self.device)
         self.tree_gate = SecondPassGate(second_pass_policy())  # the tree's own: other passes, gains
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
         self.mask_drafts = mask_drafts_setting()
@@ -1049,9 +1046,14 @@ class DFlashWorker(BaseSpecWorker):
         return drafted.logits_output
 
     def _decode_tree(
-        self, batch, on_publish, out_cache_loc: torch.Tensor, sampling: spec.BatchSampling
+        self,
+        batch,
+        on_publish,
+        out_cache_loc: torch.Tensor,
+        sampling: spec.BatchSampling,
+        served: ServedTree,
     ) -> GenerationBatchResult:
-        """One step that verifies the verify tree (:mod:`.tree_verify`) instead of the chain.
+        """One step that verifies ``served``, a tree (:mod:`.tree_verify`), instead of the chain.
 
         Greedy on CPU, the walk asks for the target's argmax a few nodes at a time
         (:class:`NodeArgmax`), and nodes past ``SGLANG_DFLASH_TREE_FIRST_DEPTH`` may take a second
@@ -1060,7 +1062,7 @@ class DFlashWorker(BaseSpecWorker):
         the tree is scored in one pass and walked in tensor ops over the target's token after every
         node (:meth:`DraftTree.target_tokens`: a sampled row's draw), nothing read back to the
         host; a GPU's tree mask is the split-KV kernel's armed block mask."""
-        tree, block_size, bs = self.verify_tree, self.block_size, batch.batch_size()
+        tree, block_size, bs = served.tree, self.block_size, batch.batch_size()
         width, seq_lens, passes = tree.num_nodes, batch.seq_lens, BlockPasses()
         on_gpu = seq_lens.device.type != "cpu"
         started = time.perf_counter()
@@ -1095,7 +1097,7 @@ class DFlashWorker(BaseSpecWorker):
             slots = verify_slots(out_cache_loc, bs, width).view(bs, width)
             node_positions = tree.node_positions(seq_lens)
             lazy_walk = not on_gpu and deferred is not None  # greedy on CPU: argmax where walked
-            split = self.tree_split if lazy_walk and can_split_batch(batch) else width
+            split = served.split if lazy_walk and can_split_batch(batch) else width
             cheap_rows = walk_lm_head_rows(bs, split, few_rows, small_batch_linear.CHEAP_ROWS)
             # The whole tree at once where the walk's first lm_head call would score it all anyway.
             at_once = not lazy_walk or (split == width and bs * width <= cheap_rows)
@@ -1119,11 +1121,11 @@ class DFlashWorker(BaseSpecWorker):
                     slots[requests, start:stop].reshape(-1),
                     CaptureHiddenMode.FULL,
                     stop - start,
-                    tree_mask=None if on_gpu else self.tree_mask[start:stop, :stop],
+                    tree_mask=None if on_gpu else served.mask[start:stop, :stop],
                 )
                 with (
                     deferred.capture() if deferred is not None else contextlib.nullcontext(),
-                    BlockMasks.holding(self.tree_mask) if on_gpu else contextlib.nullcontext(),
+                    BlockMasks.holding(served.mask) if on_gpu else contextlib.nullcontext(),
                 ):
                     result = self.target_worker.forward_batch_generation(
                         batch=None, forward_batch=forward_batch, is_verify=True
@@ -1260,14 +1262,12 @@ class DFlashWorker(BaseSpecWorker):
         )
         sampling = batch_sampling(sampling_info, bs, self.server_args.sampling_backend)
         penalties = step_penalties(batch.reqs, sampling_info.vocab_size, self.device)
-        if self.verify_tree is not None and tree_step_applies(
-            batch,
-            sampling,
-            penalties is not None,
-            grammar is not None,
-            self.tree_max_requests[not sampling.all_greedy],
+        served = self.verify_trees.for_step(bs, sampled=not sampling.all_greedy)
+        if served is not None and tree_step_applies(
+            batch, sampling, penalties is not None, grammar is not None
         ):
-            return self._decode_tree(batch, on_publish, out_cache_loc, sampling)  # the width policy skips it
+            # The width policy skips tree steps.
+            return self._decode_tree(batch, on_publish, out_cache_loc, sampling, served)
         if self.width_policy is not None:
             # Timed per rank, so the ranks' choices can differ: rank 0's is everyone's.
             width = agree_int(self.width_policy.choose(bs), self.tp_shard, self.device)

@@ -61,6 +61,14 @@ def profile_counts(server: CpuServer, *names: str) -> dict[str, int]:
     return {name: counts.get(name, 0) for name in names}
 
 
+def profile_width_steps(server: CpuServer, width: int) -> int:
+    """The steps of verify width ``width`` so far in the server's CPU step profile (a tree step's
+    width is its tree's nodes)."""
+    profile = server.profile
+    widths = json.loads(profile.read_text()).get("widths", {}) if profile.exists() else {}
+    return widths.get(str(width), {}).get("steps", 0)
+
+
 def radix_prompts(prompts: list[list[int]]) -> list[list[int]]:
     """Two prompts sharing a long prefix (the second one hits the radix cache the first one filled)."""
     prefix = prompts[0] + prompts[1]

@@ -1,10 +1,13 @@
 """Our DFLASH without the overlap scheduler, with chunked prefill forced (``--chunked-prefill-size``
 below every prompt's length), the shipped hot draft vocabulary (``--speculative-token-map``), 8
 running-request slots and no staged verify's second pass (``SGLANG_DFLASH_SECOND_PASS=never``: a
-request whose drafts 1-4 all match commits 4 tokens; one request at a time verifies the drafter's
-8-node tree, the default), on CPU, against plain decoding (shared setup: conftest.py)."""
+request whose drafts 1-4 all match commits 4 tokens), on CPU, against plain decoding (shared setup:
+conftest.py).  The shipped drafter's trees verify greedy steps, the defaults: its 8-node
+``verify-tree.json`` one request at a time, its 5-node ``wide-batch-tree.json`` more."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 from cpu_server import HOT_VOCABULARY
@@ -18,7 +21,10 @@ from serving_checks import (
     check_shutdown_is_clean,
     dflash_server,
     profile_counts,
+    profile_width_steps,
 )
+
+from sglang_dflash.tree import WIDE_TREE_FILE, load_tree
 
 pytestmark = pytest.mark.slow
 NAME = "sync+chunked"
@@ -50,13 +56,18 @@ def server(smollm2, drafter, reference, tmp_path_factory):
 
 @pytest.mark.parametrize("concurrency", [1, 8])
 def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter, concurrency):
-    before = profile_counts(server, "cut_requests", "second_pass_requests")
+    shipped = drafter[1] == "shipped"
+    wide_width = load_tree(os.path.join(drafter[0], WIDE_TREE_FILE)).num_nodes if shipped else 0
+    before = profile_counts(server, "tree_steps", "second_pass_requests")
+    wide_before = profile_width_steps(server, wide_width)
     check_greedy_equals_plain(NAME, server, prompts, reference, concurrency, drafter)
-    after = profile_counts(server, "cut_requests", "second_pass_requests")
+    after = profile_counts(server, "tree_steps", "second_pass_requests")
     assert after["second_pass_requests"] == 0
-    if drafter[1] == "shipped" and concurrency > 1:  # one request verifies the 8-node tree
-        # Some requests accepted drafts 1-4: cut there, they committed what the target verified.
-        assert after["cut_requests"] > before["cut_requests"]
+    if shipped:
+        # One request verifies the 8-node tree, more the 5-node wide-batch tree: every step a tree step.
+        assert after["tree_steps"] > before["tree_steps"]
+    if shipped and concurrency > 1:
+        assert profile_width_steps(server, wide_width) > wide_before
         # Greedy drafts come from the hot vocabulary's logits alone, mapped back to token ids: a
         # wrong id would stay lossless but be rejected (a random drafter's tau is about 1.0).
         assert SUMMARY[f"{NAME} c={concurrency}"]["tau"] > 1.4
