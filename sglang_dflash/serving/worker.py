@@ -1103,7 +1103,7 @@ class DFlashWorker(BaseSpecWorker):
             at_once = not lazy_walk or (split == width and bs * width <= cheap_rows)
 
             # Sampled rows: a CPU step draws the target's token at the nodes its walk reaches
-            # (DraftTree.sampled_walk); a GPU's draws at every node, walked with no host sync.
+            # (DraftTree.sampled_walk); a GPU draws at every node and walks with no host sync.
             draws_when_walked = not sampling.all_greedy and not on_gpu
             rows_targets = None
             if not sampling.all_greedy and on_gpu:
