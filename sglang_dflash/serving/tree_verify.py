@@ -53,24 +53,32 @@ def verify_tree_setting(
     verifies the chain instead and logs why (``selector``: a DFlash2 drafter, which chooses its
     drafts by its own walk)."""
     value = verify_tree_value()
-    if value in ("", "off"):
+    path = _tree_file(VERIFY_TREE_ENV, value, server_args, TREE_FILE)
+    if path is None:
         return None
-    explicit = VERIFY_TREE_ENV in os.environ
-    path = value
-    if value == "auto":
-        path = os.path.join(server_args.speculative_draft_model_path, TREE_FILE)
-        if not os.path.exists(path):
-            return None
-    elif not os.path.isfile(path):
-        raise ValueError(
-            f"sglang-dflash: {VERIFY_TREE_ENV} is {value!r}; expected 'off', 'auto' or a tree JSON file "
-            "(sglang-dflash fit-tree makes one)"
-        )
     tree = load_tree(path)
     problems = served_tree_problems(server_args, tree, block_size, device, selector)
     if torch.device(device).type != "cpu":
         problems.extend(gpu_tree_problems(server_args, tree, block_size, device, value == "auto"))
+    explicit = VERIFY_TREE_ENV in os.environ
     return _tree_or_chain(tree, path, problems, by_default=value == "auto", explicit=explicit)
+
+
+def _tree_file(env: str, value: str, server_args, folder_file: str) -> str | None:
+    """The tree file ``env``, set to ``value``, names: None for ``off`` (or empty), the drafter
+    folder's ``folder_file`` for ``auto`` (None where it has none), else ``value``, refused unless
+    it is a file."""
+    if value in ("", "off"):
+        return None
+    if value == "auto":
+        path = os.path.join(server_args.speculative_draft_model_path, folder_file)
+        return path if os.path.exists(path) else None
+    if not os.path.isfile(value):
+        raise ValueError(
+            f"sglang-dflash: {env} is {value!r}; expected 'off', 'auto' or a tree JSON file "
+            "(sglang-dflash fit-tree makes one)"
+        )
+    return value
 
 
 def served_tree_problems(
@@ -132,17 +140,12 @@ def wide_batch_tree_setting(
     verifies one tree, of the block's width, at every batch size.  With ``adaptive``
     (``--speculative-adaptive``) the width policy chooses the widths of those steps instead."""
     value = os.environ.get(WIDE_TREE_ENV, "auto").strip()
-    if value in ("", "off"):
-        return None
     by_default = value == "auto"
-    path = os.path.join(server_args.speculative_draft_model_path, WIDE_TREE_FILE) if by_default else value
-    if by_default and (verify_tree is None or not os.path.exists(path)):
+    if by_default and verify_tree is None:
         return None
-    if not os.path.isfile(path):
-        raise ValueError(
-            f"sglang-dflash: {WIDE_TREE_ENV} is {value!r}; expected 'off', 'auto' or a tree JSON file "
-            "(sglang-dflash fit-tree makes one)"
-        )
+    path = _tree_file(WIDE_TREE_ENV, value, server_args, WIDE_TREE_FILE)
+    if path is None:
+        return None
     if verify_tree is None:
         raise ValueError(
             f"sglang-dflash: {WIDE_TREE_ENV} names {path}, but no verify tree is served; expected one "
@@ -302,7 +305,7 @@ class ServedTree:
 
     @classmethod
     def on(cls, tree: DraftTree, device: torch.device | str) -> ServedTree:
-        return cls(tree, tree.ancestor_mask(device), tree_first_pass_nodes(tree))
+        return cls(tree, tree.device_tables(device).ancestors, tree_first_pass_nodes(tree))
 
 
 class VerifyTrees:
