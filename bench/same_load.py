@@ -9,8 +9,10 @@ its own round.
 Modes: ``plain``; ``dflash`` (the whole block); ``dflash-one-pass`` (the whole block, verified in
 one pass: ``SGLANG_DFLASH_STAGED_VERIFY=0``); ``dflash-second-pass-always`` (the whole block,
 staged, its second pass run whenever a request goes on: ``SGLANG_DFLASH_SECOND_PASS=always``);
-``adaptive`` (``--speculative-adaptive``, default config); ``w<k>`` or ``w<k>+<k>...`` (DFLASH
-verifying only those widths: the adaptive policy with that width set, no exploration);
+``adaptive`` (``--speculative-adaptive``, default config); ``adaptive-chain`` (the same without the
+wide-batch tree, ``SGLANG_DFLASH_WIDE_BATCH_TREE=off``: steps of more than one request at the
+policy's chain widths, as ``--speculative-adaptive`` served them before 2026-12-07); ``w<k>`` or
+``w<k>+<k>...`` (DFLASH verifying only those widths: the adaptive policy with that width set, no exploration);
 ``adaptive:<k>+<k>...`` (the default policy, exploration included, choosing among those widths);
 ``adaptive@<key>=<json>[@<key>=<json>...]`` (the default policy with those
 ``--speculative-adaptive-config`` settings, e.g. ``adaptive@confirm_promising=false``). Every
@@ -46,6 +48,7 @@ from sglang_dflash.adaptive import AdaptiveConfig  # noqa: E402
 from sglang_dflash.bench.engine_run import format_staged_steps, format_width_steps, read_profile  # noqa: E402
 from sglang_dflash.bench.report import agg_pyplot, save_figure, write_markdown  # noqa: E402
 from sglang_dflash.serving.staged_verify import SECOND_PASS_ENV, STAGED_VERIFY_ENV  # noqa: E402
+from sglang_dflash.serving.tree_verify import WIDE_TREE_ENV  # noqa: E402
 
 DEFAULT_MODEL = os.path.expanduser("~/.cache/sglang-dflash/models/smollm2-135m-instruct")
 DEFAULT_DRAFTER = os.path.join(HERE, "..", "drafters", "smollm2-135m-instruct")
@@ -57,6 +60,8 @@ WHOLE_BLOCK_MODES = {
     "dflash-one-pass": {STAGED_VERIFY_ENV: "0"},
     "dflash-second-pass-always": {SECOND_PASS_ENV: "always"},
 }
+# The modes of the default adaptive policy and the environment each runs its server with.
+ADAPTIVE_MODES = {"adaptive": {}, "adaptive-chain": {WIDE_TREE_ENV: "off"}}
 
 
 def mode_flags(mode: str, drafter: str, token_map: str | None) -> list[str]:
@@ -68,7 +73,7 @@ def mode_flags(mode: str, drafter: str, token_map: str | None) -> list[str]:
         flags += ["--speculative-token-map", token_map]
     if mode in WHOLE_BLOCK_MODES:
         return flags
-    if mode == "adaptive":
+    if mode in ADAPTIVE_MODES:
         return flags + ["--speculative-adaptive"]
     config = adaptive_settings(mode) if mode.startswith("adaptive@") else width_settings(mode)
     return flags + ["--speculative-adaptive", "--speculative-adaptive-config", json.dumps(config)]
@@ -82,8 +87,9 @@ def width_settings(mode: str) -> dict:
     widths = widths.split("+") if widths else []
     if not widths or not all(w.isdigit() and int(w) >= 1 for w in widths):
         raise SystemExit(
-            f"--modes: {mode!r} is unknown; expected plain, {', '.join(WHOLE_BLOCK_MODES)}, adaptive, "
-            "w<k>[+<k>...], adaptive:<k>[+<k>...] or adaptive@<key>=<json>[@...]"
+            f"--modes: {mode!r} is unknown; expected plain, {', '.join(WHOLE_BLOCK_MODES)}, "
+            f"{', '.join(ADAPTIVE_MODES)}, w<k>[+<k>...], adaptive:<k>[+<k>...] or "
+            "adaptive@<key>=<json>[@...]"
         )
     config: dict = {"widths": [int(w) for w in widths]}
     if not explore:
@@ -166,7 +172,7 @@ def run_mode(args, mode: str, round_: int, prompts: list[list[int]]) -> tuple[di
     profile = None
     if mode != "plain":
         profile = env["SGLANG_DFLASH_PROFILE"] = os.path.join(args.out, f"{tag}.profile.json")
-    env.update(WHOLE_BLOCK_MODES.get(mode, {}))
+    env.update(WHOLE_BLOCK_MODES.get(mode, {}) | ADAPTIVE_MODES.get(mode, {}))
     server = CpuServer(
         args.model,
         server_flags(mode, args.dtype, args.drafter, args.token_map),

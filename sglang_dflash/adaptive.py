@@ -40,6 +40,14 @@ too or a step disagrees: its median otherwise rests on samples ``explore_every``
 one slow sample among them held a width that was twice as fast off for about a hundred steps (a
 CPU bench at one request verified width 8 on 28 of 95 steps, at twice width 4's step time).
 Everything the policy reads is on the host.
+
+Where a step could verify a token tree instead (:mod:`sglang_dflash.tree`: the server serves one at
+this batch size and nothing in the batch needs the chain), the tree takes the drafting widths'
+place: the policy chooses between plain decoding and the tree, whose expected tokens are the
+decayed mean of what its own steps committed per request (before any, the chain's estimate at the
+widest width).  A tree commits more a step than the chain at a fraction of its rows (the SmolLM2
+drafter's 5-node tree out-accepts its 16-wide chain), so the chain widths would only cost probes;
+plain decoding stays, for the batches too large for any drafting to pay.
 """
 
 from __future__ import annotations
@@ -158,6 +166,16 @@ def _parse_json(text: str, value: str, expected: str) -> Any:
         raise ValueError(f"{ADAPTIVE_CONFIG_FLAG} is {value!r}; expected {expected} ({e})") from e
 
 
+@dataclasses.dataclass(frozen=True)
+class TreeStep:
+    """The candidate that verifies a token tree of ``nodes`` nodes instead of a chain width."""
+
+    nodes: int
+
+
+Candidate = int | TreeStep  # a chain width (1: plain decoding) or a tree step
+
+
 def batch_bucket(bs: int) -> int:
     """Batch sizes share step-time measurements per power of two (1, 2, 4, 8, ...)."""
     return 1 << max(0, int(bs).bit_length() - 1)
@@ -188,10 +206,13 @@ class VerifyWidthPolicy:
         # draft d (accepted every draft before it, with d verified) and requests that accepted it.
         self.reached = [0.0] * (max(config.widths) - 1)
         self.passed = [0.0] * (max(config.widths) - 1)
-        self.timings: dict[tuple[int, int], _Timing] = {}
+        # Decayed counts per tree (by its nodes): requests its steps verified, tokens they committed.
+        self.tree_requests: dict[int, float] = {}
+        self.tree_tokens: dict[int, float] = {}
+        self.timings: dict[tuple[int, Candidate], _Timing] = {}
         self.steps: dict[int, int] = {}  # per bucket
-        # The last step's (bs, width, start) until the next step starts (None after a prefill).
-        self.open_step: tuple[int, int, float] | None = None
+        # The last step's (bs, candidate, start) until the next step starts (None after a prefill).
+        self.open_step: tuple[int, Candidate, float] | None = None
 
     def draft_acceptance(self) -> list[float]:
         """``h_d`` for d = 1 .. widest - 1: draft d's acceptance given that every draft before it was
@@ -204,24 +225,41 @@ class VerifyWidthPolicy:
             estimates.append(estimate)
         return estimates
 
-    def expected_tokens(self, width: int) -> float:
-        """Expected tokens one request commits in a step verifying ``width`` positions."""
+    def expected_tokens(self, width: Candidate) -> float:
+        """Expected tokens one request commits in a step verifying ``width`` positions, or the tree
+        of a :class:`TreeStep` (its steps' decayed mean, shrunk toward the widest chain's estimate)."""
+        if isinstance(width, TreeStep):
+            weight = self.config.prior_accepted + self.config.prior_rejected
+            prior = self.expected_tokens(max(self.config.widths))
+            tokens = self.tree_tokens.get(width.nodes, 0.0) + weight * prior
+            return tokens / (self.tree_requests.get(width.nodes, 0.0) + weight)
         tokens, survive = 1.0, 1.0
         for accept in self.draft_acceptance()[: width - 1]:
             survive *= accept
             tokens += survive
         return tokens
 
-    def choose(self, bs: int) -> int:
-        """The width to verify at this step for a batch of ``bs`` requests."""
+    def candidates(self, tree: TreeStep | None = None) -> tuple[Candidate, ...]:
+        """What a step may verify: the configured widths, or with ``tree`` (the tree this step could
+        verify) plain decoding and the tree, which takes the drafting widths' place.  Widths of
+        ``[1]`` alone stay plain decoding."""
+        widths = self.config.widths
+        if tree is None or max(widths) <= 1:
+            return widths
+        return (*(k for k in widths if k <= 1), tree)
+
+    def choose(self, bs: int, tree: TreeStep | None = None) -> Candidate:
+        """The width to verify at this step for a batch of ``bs`` requests, or ``tree`` (the tree
+        this step could verify instead of the chain, if any)."""
         bucket = batch_bucket(bs)
         step = self.steps.get(bucket, 0)
         self.steps[bucket] = step + 1
-        measured = [k for k in self.config.widths if (bucket, k) in self.timings]
+        candidates = self.candidates(tree)
+        measured = [k for k in candidates if (bucket, k) in self.timings]
         if not measured:
-            return self.config.widths[0]
+            return candidates[0]
         best = max(measured, key=lambda k: self.expected_throughput(bs, k))
-        neighbours = self.neighbours(best)
+        neighbours = self.neighbours(best, candidates)
         untried = [k for k in neighbours if (bucket, k) not in self.timings]
         if untried:
             return untried[0]
@@ -234,18 +272,19 @@ class VerifyWidthPolicy:
             return min(neighbours, key=lambda k: self.timings[bucket, k].measured_at)
         return best
 
-    def neighbours(self, width: int) -> list[int]:
-        """The candidate widths just below and just above ``width``: the ones worth re-measuring.
+    def neighbours(self, width: Candidate, candidates: Sequence[Candidate] | None = None) -> list[Candidate]:
+        """The candidates (default: the configured widths) just below and just above ``width``: the
+        ones worth re-measuring.
 
         Probing only the neighbours keeps exploration cheap (from plain decoding the policy probes
         the narrowest drafting width, never the whole block) and still lets it climb step by step
         when acceptance or load changes.
         """
-        widths = self.config.widths
+        widths = self.config.widths if candidates is None else candidates
         i = widths.index(width)
         return [widths[j] for j in (i - 1, i + 1) if 0 <= j < len(widths)]
 
-    def expected_throughput(self, bs: int, width: int, *, newest: bool = False) -> float:
+    def expected_throughput(self, bs: int, width: Candidate, *, newest: bool = False) -> float:
         """Expected committed tokens per second at this width (needs a measured step time): by its
         median step time, or with ``newest`` by its newest step time alone."""
         timing = self.timings[batch_bucket(bs), width]
@@ -267,21 +306,24 @@ class VerifyWidthPolicy:
     def step_finished(
         self,
         bs: int,
-        width: int,
+        width: Candidate,
         started: float,
         num_correct_drafts: Sequence[int],
         judged_drafts: Sequence[int] | None = None,
     ) -> None:
         """A step that started at ``started`` accepted these drafts (timed when the next one starts);
         ``judged_drafts`` as in :meth:`record_acceptance`."""
-        self.record_acceptance(width, num_correct_drafts, judged_drafts)
+        if isinstance(width, TreeStep):
+            self.record_tree_acceptance(width, num_correct_drafts)
+        else:
+            self.record_acceptance(width, num_correct_drafts, judged_drafts)
         self.open_step = (bs, width, started)
 
     def cycle_interrupted(self) -> None:
         """Something else ran since the last step (a prefill): that cycle times no width."""
         self.open_step = None
 
-    def record_time(self, bs: int, width: int, seconds: float) -> None:
+    def record_time(self, bs: int, width: Candidate, seconds: float) -> None:
         """One step's wall time at this batch size and width."""
         bucket = batch_bucket(bs)
         timing = self.timings.get((bucket, width))
@@ -300,10 +342,7 @@ class VerifyWidthPolicy:
         too: while the policy decodes plainly it sees no drafts, and evidence from before (often the
         unlucky run of rejections that made it stop drafting) must fade, or one bad stretch would
         keep it from drafting long after the text has changed."""
-        decay = self.config.accept_decay
-        for depth in range(len(self.reached)):
-            self.reached[depth] *= decay
-            self.passed[depth] *= decay
+        self._decay()
         if width <= 1:
             return
         judged = judged_drafts if judged_drafts is not None else [width - 1] * len(num_correct_drafts)
@@ -313,3 +352,21 @@ class VerifyWidthPolicy:
                 self.reached[depth] += 1
             for depth in range(min(accepted, scored)):
                 self.passed[depth] += 1
+
+    def record_tree_acceptance(self, tree: TreeStep, num_correct_drafts: Sequence[int]) -> None:
+        """One tree step's accepted drafts per request (its walk's depth); every count decays, as
+        at a chain step."""
+        self._decay()
+        self.tree_requests[tree.nodes] = self.tree_requests.get(tree.nodes, 0.0) + len(num_correct_drafts)
+        committed = sum(int(accepted) + 1 for accepted in num_correct_drafts)
+        self.tree_tokens[tree.nodes] = self.tree_tokens.get(tree.nodes, 0.0) + committed
+
+    def _decay(self) -> None:
+        """Age every acceptance count by one step (``accept_decay``)."""
+        decay = self.config.accept_decay
+        for depth in range(len(self.reached)):
+            self.reached[depth] *= decay
+            self.passed[depth] *= decay
+        for nodes in self.tree_requests:
+            self.tree_requests[nodes] *= decay
+            self.tree_tokens[nodes] *= decay

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sglang_dflash.adaptive import AdaptiveConfig, VerifyWidthPolicy, batch_bucket
+from sglang_dflash.adaptive import AdaptiveConfig, TreeStep, VerifyWidthPolicy, batch_bucket
 
 WIDTHS = (1, 4, 8, 16)
 
@@ -276,6 +276,76 @@ def test_widths_of_one_means_plain_decoding_that_never_probes_a_drafting_width()
         width = policy.choose(bs)
         assert width == 1
         observe(policy, bs, width, 0.01, None)
+
+
+TREE = TreeStep(5)
+
+
+def run_with_tree(seconds: dict, bs: int, tree_drafts: list[int], steps: int = 60) -> list:
+    """What a policy offered ``TREE`` chooses over ``steps`` steps of ``bs`` requests, its step times
+    ``seconds`` (1: plain decoding, ``TREE``), each tree step accepting ``tree_drafts`` in turn."""
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS, explore_every=8))
+    chosen = []
+    for step in range(steps):
+        choice = policy.choose(bs, TREE)
+        chosen.append(choice)
+        policy.record_time(bs, choice, seconds[choice])
+        if choice == TREE:
+            policy.record_tree_acceptance(TREE, [tree_drafts[step % len(tree_drafts)]] * bs)
+        else:
+            policy.record_acceptance(choice, [0] * bs)
+    return chosen
+
+
+def test_a_tree_takes_the_drafting_widths_place_beside_plain_decoding():
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS))
+    assert policy.candidates() == WIDTHS
+    assert policy.candidates(TREE) == (1, TREE)
+    assert VerifyWidthPolicy(AdaptiveConfig(widths=(4, 16))).candidates(TREE) == (TREE,)
+    # [1] is plain decoding: no tree either.
+    assert VerifyWidthPolicy(AdaptiveConfig(widths=(1,))).candidates(TREE) == (1,)
+    assert policy.neighbours(1, policy.candidates(TREE)) == [TREE]
+
+
+def test_a_tree_that_commits_more_per_second_than_plain_decoding_is_chosen():
+    # The shipped SmolLM2 tree at one request on CPU: 1.6 plain steps, 1.2 drafts accepted a step.
+    chosen = run_with_tree({1: 0.050, TREE: 0.080}, bs=1, tree_drafts=[0, 1, 2, 2, 1])
+    assert chosen[0] == 1 and chosen[1] == TREE  # starts plain, then tries its neighbour
+    assert chosen[20:].count(1) <= 40 // 8, chosen  # plain decoding: its re-measurements only
+
+
+def test_a_tree_that_costs_more_than_its_tokens_leaves_the_batch_to_plain_decoding():
+    chosen = run_with_tree({1: 0.050, TREE: 0.200}, bs=32, tree_drafts=[0, 1, 0, 2])
+    assert chosen[20:].count(TREE) <= 40 // 8, chosen  # the tree: its re-measurements only
+    assert TREE in chosen[20:]
+
+
+def test_a_tree_steps_expected_tokens_are_its_decayed_mean_from_the_chains_estimate():
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS))
+    assert policy.expected_tokens(TREE) == pytest.approx(policy.expected_tokens(16))  # no steps yet
+    for _ in range(200):
+        policy.record_tree_acceptance(TREE, [2, 2])  # three tokens a request
+    # The prior's two pseudo-requests stay beside the ~40 requests the decay keeps.
+    assert policy.expected_tokens(TREE) == pytest.approx(3.0, abs=0.06)
+    assert policy.expected_tokens(TreeStep(8)) == pytest.approx(policy.expected_tokens(16))  # its own counts
+    for _ in range(40):  # the text changes: one token a request
+        policy.record_tree_acceptance(TREE, [0, 0])
+    assert policy.expected_tokens(TREE) < 1.3
+    observe(policy, 2, 4, 0.01, [3, 3])
+    before = policy.tree_requests[TREE.nodes]
+    policy.record_tree_acceptance(TREE, [])  # a chain step and a tree step decay every count alike
+    assert policy.tree_requests[TREE.nodes] == pytest.approx(before * policy.config.accept_decay)
+    assert accepted(policy) == pytest.approx(6 * policy.config.accept_decay)
+
+
+def test_a_tree_step_is_timed_and_counted_as_the_tree():
+    policy = VerifyWidthPolicy(AdaptiveConfig(widths=WIDTHS))
+    policy.step_started(10.0)
+    policy.step_finished(2, TREE, 10.0, [1, 3])
+    policy.step_started(10.2)
+    assert policy.timings[2, TREE].seconds == pytest.approx(0.2)
+    assert (policy.tree_requests[TREE.nodes], policy.tree_tokens[TREE.nodes]) == (2, 6)
+    assert accepted(policy) == 0  # the chain's per-position counts are the chain steps'
 
 
 def test_a_policy_needs_the_widths_of_one_block_size():

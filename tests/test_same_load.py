@@ -81,6 +81,15 @@ def test_the_one_pass_mode_is_the_whole_block_with_staging_switched_off(same_loa
     assert same_load.staged_steps(None, None) == ""
 
 
+def test_the_adaptive_chain_mode_is_the_adaptive_policy_without_the_wide_batch_tree(same_load):
+    assert same_load.mode_flags("adaptive-chain", "drafter", None) == same_load.mode_flags(
+        "adaptive", "drafter", None
+    )
+    assert "--speculative-adaptive" in same_load.mode_flags("adaptive-chain", "drafter", None)
+    wide_tree_off = {"SGLANG_DFLASH_WIDE_BATCH_TREE": "off"}
+    assert same_load.ADAPTIVE_MODES == {"adaptive": {}, "adaptive-chain": wide_tree_off}
+
+
 def test_the_dtype_flag_comes_after_the_cpu_servers_float32(same_load):
     flags = same_load.server_flags("adaptive", "bfloat16", "drafter", None)
     assert flags[flags.index("--dtype") + 1] == "bfloat16"

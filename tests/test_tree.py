@@ -381,8 +381,6 @@ def test_the_wide_batch_tree_is_the_drafters_beside_a_verify_tree_on_cpu(tmp_pat
     assert wide_batch_tree_setting(args, 16, "cpu", None) is None  # no verify tree: the chain
     assert wide_batch_tree_setting(server_args(tmp_path, backend="triton"), 16, "cuda", FORK) is None
     assert "wide-batch tree" in caplog.text and "device cuda; expected CPU" in caplog.text
-    assert wide_batch_tree_setting(args, 16, "cpu", FORK, adaptive=True) is None  # the policy decides
-    assert "--speculative-adaptive; expected without it" in caplog.text
     monkeypatch.setenv(WIDE_TREE_ENV, "off")
     assert wide_batch_tree_setting(args, 16, "cpu", FORK) is None
     monkeypatch.setenv(WIDE_TREE_ENV, str(tmp_path / WIDE_TREE_FILE))

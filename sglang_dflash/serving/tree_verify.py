@@ -129,7 +129,6 @@ def wide_batch_tree_setting(
     block_size: int,
     device: torch.device | str,
     verify_tree: DraftTree | None,
-    adaptive: bool = False,
 ) -> DraftTree | None:
     """The tree ``SGLANG_DFLASH_WIDE_BATCH_TREE`` names for the steps wider than ``verify_tree``'s
     row budget (:func:`tree_max_rows`), or None: those steps verify the chain.
@@ -137,8 +136,8 @@ def wide_batch_tree_setting(
     ``auto`` (default): the drafter folder's ``wide-batch-tree.json`` where it has one, beside a
     verify tree, on CPU; ``off``; or a tree file.  A wide-batch tree has fewer nodes than the verify
     tree (on CPU a step's target pass costs by its rows, requests x nodes) and is CPU-only: a GPU
-    verifies one tree, of the block's width, at every batch size.  With ``adaptive``
-    (``--speculative-adaptive``) the width policy chooses the widths of those steps instead."""
+    verifies one tree, of the block's width, at every batch size.  With ``--speculative-adaptive``
+    the width policy chooses between it and plain decoding, as for the verify tree."""
     value = os.environ.get(WIDE_TREE_ENV, "auto").strip()
     by_default = value == "auto"
     if by_default and verify_tree is None:
@@ -159,10 +158,6 @@ def wide_batch_tree_setting(
         )
     if torch.device(device).type != "cpu":
         problems.append(f"device {device}; expected CPU (a GPU verifies one tree, of the block's width)")
-    if adaptive:
-        problems.append(
-            "--speculative-adaptive; expected without it (its policy chooses the wider steps' widths)"
-        )
     explicit = WIDE_TREE_ENV in os.environ
     return _tree_or_chain(tree, path, problems, by_default, explicit, role="wide-batch tree")
 

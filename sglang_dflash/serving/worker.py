@@ -47,7 +47,7 @@ from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, Forw
 from sglang.srt.speculative.base_spec_worker import BaseSpecWorker
 
 from .. import speculative as spec
-from ..adaptive import ADAPTIVE_ATTR, AdaptiveConfig, VerifyWidthPolicy
+from ..adaptive import ADAPTIVE_ATTR, AdaptiveConfig, TreeStep, VerifyWidthPolicy
 from ..bench.report import PHASE_NAMES
 from ..config import DFlashConfig
 from ..grammar import BlockGrammar
@@ -894,8 +894,7 @@ class DFlashWorker(BaseSpecWorker):
         verify_tree = verify_tree_setting(server_args, self.block_size, self.device, selector)
         if verify_tree is not None and torch.device(self.device).type != "cpu":
             check_gpu_tree_target(target_worker.model_runner, self.device, self.block_size)
-        adaptive = self.width_policy is not None
-        wide_tree = wide_batch_tree_setting(server_args, self.block_size, self.device, verify_tree, adaptive)
+        wide_tree = wide_batch_tree_setting(server_args, self.block_size, self.device, verify_tree)
         self.verify_trees = VerifyTrees(verify_tree, wide_tree, self.device)
         self.tree_gate = SecondPassGate(second_pass_policy())  # the tree's own: other passes, gains
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
@@ -1052,6 +1051,7 @@ class DFlashWorker(BaseSpecWorker):
         out_cache_loc: torch.Tensor,
         sampling: spec.BatchSampling,
         served: ServedTree,
+        started: float,
     ) -> GenerationBatchResult:
         """One step that verifies ``served``, a tree (:mod:`.tree_verify`), instead of the chain.
 
@@ -1061,11 +1061,11 @@ class DFlashWorker(BaseSpecWorker):
         target's token only after the nodes it reaches (:meth:`DraftTree.sampled_walk`).  On a GPU
         the tree is scored in one pass and walked in tensor ops over the target's token after every
         node (:meth:`DraftTree.target_tokens`: a sampled row's draw), nothing read back to the
-        host; a GPU's tree mask is the split-KV kernel's armed block mask."""
+        host; a GPU's tree mask is the split-KV kernel's armed block mask.  ``started``: when the
+        step began (what the tree's second-pass gate and the width policy time it from)."""
         tree, block_size, bs = served.tree, self.block_size, batch.batch_size()
         width, seq_lens, passes = tree.num_nodes, batch.seq_lens, BlockPasses()
         on_gpu = seq_lens.device.type != "cpu"
-        started = time.perf_counter()
         # Sampled rows draw from every node's whole distribution: no deferred logits.
         deferred = self.deferred_logits if sampling.all_greedy else None
         few_rows = step_uses_few_row_linears(self.small_batch_linears, width)
@@ -1240,6 +1240,8 @@ class DFlashWorker(BaseSpecWorker):
         )
         if split < width:
             self.tree_gate.observe_step(int(accept_lens.sum()), (time.perf_counter() - started) * 1e3)
+        if self.width_policy is not None:  # a CPU step: its acceptance is already known
+            self.width_policy.step_finished(bs, TreeStep(width), started, num_correct_drafts.tolist())
         self.profiler.end_step(width, (passes.draft_graph, bool(passes.verify_result.can_run_cuda_graph)))
         return result
 
@@ -1263,14 +1265,17 @@ class DFlashWorker(BaseSpecWorker):
         sampling = batch_sampling(sampling_info, bs, self.server_args.sampling_backend)
         penalties = step_penalties(batch.reqs, sampling_info.vocab_size, self.device)
         served = self.verify_trees.for_step(bs, sampled=not sampling.all_greedy)
-        if served is not None and tree_step_applies(
-            batch, sampling, penalties is not None, grammar is not None
-        ):
-            # The width policy skips tree steps.
-            return self._decode_tree(batch, on_publish, out_cache_loc, sampling, served)
+        if not tree_step_applies(batch, sampling, penalties is not None, grammar is not None):
+            served = None
         if self.width_policy is not None:
+            # The policy chooses between plain decoding and the tree where a tree may run.
+            choice = self.width_policy.choose(bs, None if served is None else TreeStep(served.tree.num_nodes))
+            if isinstance(choice, TreeStep):  # trees run at TP 1 only: no ranks to agree with
+                return self._decode_tree(batch, on_publish, out_cache_loc, sampling, served, started)
             # Timed per rank, so the ranks' choices can differ: rank 0's is everyone's.
-            width = agree_int(self.width_policy.choose(bs), self.tp_shard, self.device)
+            width = agree_int(choice, self.tp_shard, self.device)
+        elif served is not None:
+            return self._decode_tree(batch, on_publish, out_cache_loc, sampling, served, started)
         # Greedy acceptance reads one logits row per committed token; anything that changes or
         # reports the logits (penalties, grammar, logit_bias, logprobs, sampling) needs them all.
         deferred = self.deferred_logits

@@ -4,7 +4,10 @@ server on CPU, overlap scheduler on, against plain decoding (shared setup: conft
 
 The policy is configured to re-measure often (``explore_every`` 4, widths 1/2/4/16), so every
 width, plain decoding (width 1) included, runs within a few steps of every batch-size bucket.
-Greedy steps of one request verify the drafter folder's 8-node tree (the default) at its width.
+Where a step may verify a tree (greedy or unseeded sampled rows with nothing that changes their
+logits), the policy chooses between plain decoding and the drafter folder's tree for that batch
+size (the 8-node tree at one request, the 5-node wide-batch tree beyond: the defaults); requests
+with penalties verify the chain, at the policy's widths.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from serving_checks import (
     dflash_server,
 )
 
-from sglang_dflash.tree import TREE_FILE, load_tree
+from sglang_dflash.tree import TREE_FILE, WIDE_TREE_FILE, load_tree
 
 pytestmark = pytest.mark.slow
 NAME = "adaptive"
@@ -31,9 +34,22 @@ WIDTHS = [1, 2, 4, 16]
 
 
 def tree_widths(drafter: tuple[str, str]) -> set[int]:
-    """The verify width of the drafter folder's tree, which steps of one request verify."""
-    path = os.path.join(drafter[0], TREE_FILE)
-    return {load_tree(path).num_nodes} if os.path.exists(path) else set()
+    """The verify widths of the drafter folder's trees (the verify tree and the wide-batch tree)."""
+    paths = [os.path.join(drafter[0], name) for name in (TREE_FILE, WIDE_TREE_FILE)]
+    return {load_tree(path).num_nodes for path in paths if os.path.exists(path)}
+
+
+def widths_seen(results: list[dict]) -> set[int]:
+    """The widths of the steps that made these results (the host's per-request histograms), each
+    request's output bounded by its steps' widths."""
+    seen = set()
+    for result in results:
+        meta = result["meta_info"]
+        histogram = meta["spec_cap_lens_histogram"]
+        seen |= {k for k, count in enumerate(histogram) if count}
+        # Every committed token came from a step whose width bounds it.
+        assert meta["completion_tokens"] <= 1 + sum(k * c for k, c in enumerate(histogram)), meta
+    return seen
 
 
 @pytest.fixture(scope="module")
@@ -67,18 +83,15 @@ def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter
 
 
 def test_the_chosen_widths_are_reported_per_request_and_in_the_decode_log(server, prompts, drafter):
-    results = server.generate_many(prompts[:4], GREEDY, concurrency=4)
-    widths_seen = set()
-    for result in results:
-        meta = result["meta_info"]
-        assert 1 <= meta["spec_cap_length"] <= max(WIDTHS + list(tree_widths(drafter))), meta
-        histogram = meta["spec_cap_lens_histogram"]
-        widths_seen |= {k for k, count in enumerate(histogram) if count}
-        # Every committed token came from a step whose width bounds it.
-        assert meta["completion_tokens"] <= 1 + sum(k * c for k, c in enumerate(histogram)), meta
-    assert widths_seen <= set(WIDTHS) | tree_widths(drafter), widths_seen
+    greedy = widths_seen(server.generate_many(prompts[:4], GREEDY, concurrency=4))
+    # Steps that may verify a tree choose between plain decoding and the tree, re-measuring both.
+    assert greedy <= {1} | tree_widths(drafter), greedy
+    assert 1 in greedy and greedy & tree_widths(drafter), greedy
+    penalized = dict(GREEDY, frequency_penalty=0.5)  # penalties need the chain
+    chain = widths_seen(server.generate_many(prompts[:4], penalized, concurrency=4))
+    assert chain <= set(WIDTHS), chain
     # The policy re-measures: more than one of its widths ran.
-    assert len(widths_seen & set(WIDTHS)) >= 2, widths_seen
+    assert len(chain) >= 2, chain
     assert "cap len" in server.log_tail(1_000_000)
     assert "adaptive verify width: widths [1, 2, 4, 16]" in server.log_tail(1_000_000)
     assert "draft vocabulary 8192" in server.log_tail(1_000_000)  # the token map is in use
