@@ -16,9 +16,12 @@ from sglang_dflash.serving.tree_verify import (
     VERIFY_TREE_ENV,
     WIDE_TREE_ENV,
     NodeArgmax,
+    ServedTree,
+    TreeWalk,
     VerifyTrees,
     commit_path_slots,
     path_order,
+    plan_tree_walk,
     tree_first_pass_nodes,
     tree_max_requests,
     tree_max_rows,
@@ -495,6 +498,33 @@ def test_a_tree_step_takes_at_most_the_row_budget(monkeypatch):
     monkeypatch.setenv(TREE_MAX_ROWS_ENV, "0")
     with pytest.raises(ValueError, match="SGLANG_DFLASH_TREE_MAX_ROWS is '0'; expected a whole number >= 1"):
         tree_max_rows(eight)
+
+
+def test_a_tree_steps_walk_follows_the_device_the_rows_and_the_deferred_lm_head():
+    eight = DraftTree.from_paths([(0,), (1,), (0, 0), (0, 1), (0, 0, 0), (0, 0, 1), (0, 0, 0, 0)])
+    served = ServedTree.on(eight, "cpu")  # one pass: split = 8 nodes
+    cpu_greedy = dict(on_gpu=False, sampled=False, deferred=True, can_split=True, few_rows=True)
+    # One request: the first lm_head call would score all 8 nodes anyway.
+    plan = plan_tree_walk(served, 1, **cpu_greedy)
+    assert (plan.walk, plan.split, plan.cheap_rows) == (TreeWalk.AT_ONCE, 8, 8)
+    # Sixteen requests: the lm_head where the walk goes, 16 rows a call.
+    plan = plan_tree_walk(served, 16, **cpu_greedy)
+    assert (plan.walk, plan.split, plan.cheap_rows) == (TreeWalk.NODE_ARGMAX, 8, 16)
+    assert plan_tree_walk(served, 2, **(cpu_greedy | {"few_rows": False})).cheap_rows == 1  # F.linear
+    # A first pass to depth 2 (4 nodes), when the batch may take a second pass.
+    two_passes = ServedTree(eight, served.mask, split=4)
+    assert plan_tree_walk(two_passes, 1, **cpu_greedy).walk is TreeWalk.NODE_ARGMAX
+    assert plan_tree_walk(two_passes, 1, **cpu_greedy).split == 4
+    assert plan_tree_walk(two_passes, 1, **(cpu_greedy | {"can_split": False})).split == 8
+    # Every node scored at once: without deferred logits, and on a GPU (greedy or sampled).
+    assert plan_tree_walk(served, 16, **(cpu_greedy | {"deferred": False})).walk is TreeWalk.AT_ONCE
+    for sampled in (False, True):
+        gpu = cpu_greedy | {"on_gpu": True, "sampled": sampled, "deferred": False}
+        assert plan_tree_walk(two_passes, 16, **gpu) == plan_tree_walk(served, 16, **gpu)
+        assert plan_tree_walk(two_passes, 16, **gpu).walk is TreeWalk.AT_ONCE
+    # Sampled rows on CPU: each reached node's draw, from one pass over every node.
+    sampled = plan_tree_walk(two_passes, 16, **(cpu_greedy | {"sampled": True, "deferred": False}))
+    assert (sampled.walk, sampled.split) == (TreeWalk.DRAWS_WHEN_WALKED, 8)
 
 
 def test_the_walks_first_lm_head_call_scores_the_whole_first_pass():

@@ -11,6 +11,7 @@ the same slots as before.
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..kernels import small_batch_linear
 from ..speculative import BatchSampling
 from ..tree import TREE_FILE, WIDE_TREE_FILE, DraftTree, load_tree
 
@@ -340,6 +342,56 @@ def walk_lm_head_rows(bs: int, first_pass_nodes: int, few_rows: bool, cheap_rows
     :func:`tree_max_rows`, all of them) rather than paying the read again for each depth walked.
     With ``F.linear`` a row costs its own arithmetic: one row a call."""
     return max(cheap_rows, min(bs * first_pass_nodes, WALK_MAX_ROWS)) if few_rows else 1
+
+
+class TreeWalk(enum.Enum):
+    """How a tree step learns the target's token after the nodes its walk reaches."""
+
+    # CPU, sampled rows: every node scored in one pass, a node's token drawn only when the walk
+    # reaches it (DraftTree.sampled_walk).
+    DRAWS_WHEN_WALKED = "draws when walked"
+    # Every node's token from one call (argmax, or a GPU's draws), walked in tensor ops
+    # (DraftTree.greedy_accept_argmax): a GPU step reads nothing back to the host.
+    AT_ONCE = "at once"
+    # CPU, greedy, deferred logits: the lm_head a few nodes at a time where the walk goes
+    # (NodeArgmax), deeper nodes maybe from a second target pass.
+    NODE_ARGMAX = "node argmax"
+
+
+@dataclass(frozen=True)
+class WalkPlan:
+    """A tree step's walk, the nodes its first target pass scores (``split``: all of them but for
+    :attr:`TreeWalk.NODE_ARGMAX`) and the rows a :class:`NodeArgmax` call takes."""
+
+    walk: TreeWalk
+    split: int
+    cheap_rows: int = 1
+
+
+def plan_tree_walk(
+    served: ServedTree,
+    bs: int,
+    *,
+    on_gpu: bool,
+    sampled: bool,
+    deferred: bool,
+    can_split: bool,
+    few_rows: bool,
+) -> WalkPlan:
+    """The walk of a step of ``bs`` requests verifying ``served`` (``sampled``: with sampled rows;
+    ``deferred``: the verify's lm_head waits for the walk; ``can_split``: the batch may take a second
+    pass for some of its requests; ``few_rows``: the linears run the few-row product)."""
+    width = served.tree.num_nodes
+    if sampled and not on_gpu:
+        return WalkPlan(TreeWalk.DRAWS_WHEN_WALKED, width)
+    if on_gpu or sampled or not deferred:
+        return WalkPlan(TreeWalk.AT_ONCE, width)
+    split = served.split if can_split else width
+    cheap_rows = walk_lm_head_rows(bs, split, few_rows, small_batch_linear.CHEAP_ROWS)
+    # The whole tree at once where the walk's first lm_head call would score it all anyway.
+    if split == width and bs * width <= cheap_rows:
+        return WalkPlan(TreeWalk.AT_ONCE, width, cheap_rows)
+    return WalkPlan(TreeWalk.NODE_ARGMAX, split, cheap_rows)
 
 
 def tree_step_applies(batch, sampling: BatchSampling, has_penalties: bool, has_grammar: bool) -> bool:

@@ -73,13 +73,14 @@ from .tensor_parallel import TPShard, agree, agree_int
 from .tree_verify import (
     NodeArgmax,
     ServedTree,
+    TreeWalk,
     VerifyTrees,
     check_gpu_tree_target,
     commit_path_slots,
     path_order,
+    plan_tree_walk,
     tree_step_applies,
     verify_tree_setting,
-    walk_lm_head_rows,
     wide_batch_tree_setting,
 )
 
@@ -1096,15 +1097,17 @@ class DFlashWorker(BaseSpecWorker):
                 nodes = torch.cat([block[:, :1], drafts.to(block.dtype)], dim=1)
             slots = verify_slots(out_cache_loc, bs, width).view(bs, width)
             node_positions = tree.node_positions(seq_lens)
-            lazy_walk = not on_gpu and deferred is not None  # greedy on CPU: argmax where walked
-            split = served.split if lazy_walk and can_split_batch(batch) else width
-            cheap_rows = walk_lm_head_rows(bs, split, few_rows, small_batch_linear.CHEAP_ROWS)
-            # The whole tree at once where the walk's first lm_head call would score it all anyway.
-            at_once = not lazy_walk or (split == width and bs * width <= cheap_rows)
-
-            # Sampled rows: a CPU step draws the target's token at the nodes its walk reaches
-            # (DraftTree.sampled_walk); a GPU draws at every node and walks with no host sync.
-            draws_when_walked = not sampling.all_greedy and not on_gpu
+            plan = plan_tree_walk(
+                served,
+                bs,
+                on_gpu=on_gpu,
+                sampled=not sampling.all_greedy,
+                deferred=deferred is not None,
+                can_split=can_split_batch(batch),
+                few_rows=few_rows is not None,
+            )
+            split = plan.split
+            # A GPU draws the target's token at every node (a CPU step: where its walk goes).
             rows_targets = None
             if not sampling.all_greedy and on_gpu:
                 draws = sampling.draws(seq_lens + 1)  # node depth d decides position seq_len + 1 + d
@@ -1182,14 +1185,14 @@ class DFlashWorker(BaseSpecWorker):
 
             with self.profiler.phase("accept_inject_ms"):
                 with self.profiler.detail("accept_ms"):
-                    if draws_when_walked:
+                    if plan.walk is TreeWalk.DRAWS_WHEN_WALKED:
                         node_logits = logits_output.next_token_logits.view(bs, width, -1)
                         walked = tree.sampled_walk(nodes, node_logits, sampling)
-                    elif at_once:
+                    elif plan.walk is TreeWalk.AT_ONCE:
                         walked = tree.greedy_accept_argmax(nodes, first_argmax().view(bs, width))
                     else:
                         argmax_at = NodeArgmax(
-                            tree, bs, split, first_argmax, second_pass, cheap_rows, nodes.device
+                            tree, bs, split, first_argmax, second_pass, plan.cheap_rows, nodes.device
                         )
                         walked = tree.greedy_walk(nodes, argmax_at, may_enter)
                     on_path, num_correct_drafts, emitted = walked
