@@ -20,6 +20,7 @@ from sglang_dflash.serving.tree_verify import (
     TreeWalk,
     VerifyTrees,
     commit_path_slots,
+    names_tree_file,
     path_order,
     plan_tree_walk,
     tree_first_pass_nodes,
@@ -368,6 +369,16 @@ def test_the_verify_tree_setting_is_the_drafters_tree_unless_off(tmp_path, monke
     assert verify_tree_setting(server_args(tmp_path), 16, "cpu") == FORK
     monkeypatch.setenv(VERIFY_TREE_ENV, str(tmp_path / TREE_FILE))
     assert verify_tree_setting(server_args(tmp_path), 4, "cpu") == FORK
+
+
+def test_only_a_value_that_is_neither_off_nor_auto_names_a_tree_file(monkeypatch):
+    from sglang_dflash.serving.plugin import names_a_verify_tree
+
+    assert [names_tree_file(v) for v in ("", "off", "auto", "/x/tree.json")] == [False, False, False, True]
+    monkeypatch.setenv(VERIFY_TREE_ENV, " off ")  # read as the worker reads it: stripped
+    assert not names_a_verify_tree()  # a GPU server arms no tree mask
+    monkeypatch.setenv(VERIFY_TREE_ENV, "/x/tree.json")
+    assert names_a_verify_tree()
 
 
 # A 3-node tree: what a wide batch verifies beside FORK.

@@ -306,9 +306,9 @@ def _triton_backend_init(original, self, model_runner, *args, **kwargs):
 def names_a_verify_tree() -> bool:
     """Whether ``SGLANG_DFLASH_VERIFY_TREE`` names a tree file (what a GPU server verifies a tree
     by; ``auto`` verifies the chain there)."""
-    from .tree_verify import verify_tree_value
+    from .tree_verify import names_tree_file, verify_tree_value
 
-    return verify_tree_value() not in ("", "off", "auto")
+    return names_tree_file(verify_tree_value())
 
 
 def gpu_engine_hooks() -> list[tuple[str, object, str]]:

@@ -25,10 +25,13 @@ from ..tree import TREE_FILE, WIDE_TREE_FILE, DraftTree, load_tree
 
 logger = logging.getLogger(__name__)
 
+# The values of a tree variable that name no file: the chain, and the drafter folder's tree.
+TREE_OFF_VALUES = ("", "off")
+TREE_AUTO_VALUE = "auto"
 # "auto" (default): the drafter folder's verify-tree.json when it has one and this server can run
 # it; "off": the chain; or a tree file's path.
 VERIFY_TREE_ENV = "SGLANG_DFLASH_VERIFY_TREE"
-DEFAULT_VERIFY_TREE = "auto"
+DEFAULT_VERIFY_TREE = TREE_AUTO_VALUE
 # "auto" (default): the drafter folder's wide-batch-tree.json, on CPU, beside a verify tree; "off":
 # steps past the verify tree's row budget verify the chain; or a tree file's path.
 WIDE_TREE_ENV = "SGLANG_DFLASH_WIDE_BATCH_TREE"
@@ -61,18 +64,23 @@ def verify_tree_setting(
     tree = load_tree(path)
     problems = served_tree_problems(server_args, tree, block_size, device, selector)
     if torch.device(device).type != "cpu":
-        problems.extend(gpu_tree_problems(server_args, tree, block_size, device, value == "auto"))
+        problems.extend(gpu_tree_problems(server_args, tree, block_size, device, value == TREE_AUTO_VALUE))
     explicit = VERIFY_TREE_ENV in os.environ
-    return _tree_or_chain(tree, path, problems, by_default=value == "auto", explicit=explicit)
+    return _tree_or_chain(tree, path, problems, by_default=value == TREE_AUTO_VALUE, explicit=explicit)
+
+
+def names_tree_file(value: str) -> bool:
+    """Whether a tree variable's ``value`` names a tree file (neither off nor auto)."""
+    return value not in (*TREE_OFF_VALUES, TREE_AUTO_VALUE)
 
 
 def _tree_file(env: str, value: str, server_args, folder_file: str) -> str | None:
     """The tree file ``env``, set to ``value``, names: None for ``off`` (or empty), the drafter
     folder's ``folder_file`` for ``auto`` (None where it has none), else ``value``, refused unless
     it is a file."""
-    if value in ("", "off"):
+    if value in TREE_OFF_VALUES:
         return None
-    if value == "auto":
+    if value == TREE_AUTO_VALUE:
         path = os.path.join(server_args.speculative_draft_model_path, folder_file)
         return path if os.path.exists(path) else None
     if not os.path.isfile(value):
@@ -140,8 +148,8 @@ def wide_batch_tree_setting(
     tree (on CPU a step's target pass costs by its rows, requests x nodes) and is CPU-only: a GPU
     verifies one tree, of the block's width, at every batch size.  With ``--speculative-adaptive``
     the width policy chooses between it and plain decoding, as for the verify tree."""
-    value = os.environ.get(WIDE_TREE_ENV, "auto").strip()
-    by_default = value == "auto"
+    value = os.environ.get(WIDE_TREE_ENV, TREE_AUTO_VALUE).strip()
+    by_default = value == TREE_AUTO_VALUE
     if by_default and verify_tree is None:
         return None
     path = _tree_file(WIDE_TREE_ENV, value, server_args, WIDE_TREE_FILE)
