@@ -411,11 +411,18 @@ def tree_step_applies(batch, sampling: BatchSampling, has_penalties: bool, has_g
     the target's draw at each position, the chain accepts sampled drafts), and whether a step
     verifies the tree depends on the batch; so seeded rows take the chain, whose tokens do not
     depend on the batch (:class:`~sglang_dflash.speculative.SeededDraws`)."""
-    if (not sampling.all_greedy and sampling.seeds is not None) or has_penalties or has_grammar:
+    if not sampling.all_greedy and sampling.seeds is not None:
         return False
-    if batch.sampling_info.logit_bias is not None or batch.return_logprob or batch.return_hidden_states:
+    return logits_left_alone(batch, has_penalties, has_grammar) and not batch.return_hidden_states
+
+
+def logits_left_alone(batch, has_penalties: bool, has_grammar: bool) -> bool:
+    """Whether nothing changes or reports a step's target logits (penalties, grammar,
+    ``logit_bias``, logprobs): then a greedy step needs only the rows its acceptance reads (deferred
+    verify logits) and a tree step may verify."""
+    if has_penalties or has_grammar:
         return False
-    return True
+    return batch.sampling_info.logit_bias is None and not batch.return_logprob
 
 
 def path_order(on_path: torch.Tensor) -> torch.Tensor:

@@ -77,6 +77,7 @@ from .tree_verify import (
     VerifyTrees,
     check_gpu_tree_target,
     commit_path_slots,
+    logits_left_alone,
     path_order,
     plan_tree_walk,
     tree_step_applies,
@@ -1279,13 +1280,10 @@ class DFlashWorker(BaseSpecWorker):
             width = agree_int(choice, self.tp_shard, self.device)
         elif served is not None:
             return self._decode_tree(batch, on_publish, out_cache_loc, sampling, served, started)
-        # Greedy acceptance reads one logits row per committed token; anything that changes or
-        # reports the logits (penalties, grammar, logit_bias, logprobs, sampling) needs them all.
-        deferred = self.deferred_logits
-        if not sampling.all_greedy or penalties is not None or grammar is not None:
-            deferred = None
-        if sampling_info.logit_bias is not None or batch.return_logprob:
-            deferred = None
+        # Greedy acceptance reads one logits row per committed token; sampling, or anything that
+        # changes or reports the logits, needs them all.
+        left_alone = logits_left_alone(batch, penalties is not None, grammar is not None)
+        deferred = self.deferred_logits if sampling.all_greedy and left_alone else None
         # A greedy step's verify scores the blocks' later columns only for the requests that
         # accepted every draft of the first ones (staged_verify).
         staged = deferred is not None and not batch.return_hidden_states and can_split_batch(batch)
