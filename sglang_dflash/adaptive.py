@@ -45,9 +45,11 @@ Where a step could verify a token tree instead (:mod:`sglang_dflash.tree`: the s
 this batch size and nothing in the batch needs the chain), the tree takes the drafting widths'
 place: the policy chooses between plain decoding and the tree, whose expected tokens are the
 decayed mean of what its own steps committed per request (before any, the chain's estimate at the
-widest width).  A tree commits more a step than the chain at a fraction of its rows (the SmolLM2
-drafter's 5-node tree out-accepts its 16-wide chain), so the chain widths would only cost probes;
-plain decoding stays, for the batches too large for any drafting to pay.
+widest width).  A tree commits about as much a step as the chain at a fraction of its rows (the
+SmolLM2 drafter's 5-node tree out-accepts its 16-wide chain), so it stands in for the drafting
+widths rather than adding probes beside them (side by side at 4 and 16 requests, 2026-12-07: within
+the spread of the chain's widths); plain decoding stays, for the batches too large for any
+drafting to pay.
 """
 
 from __future__ import annotations
