@@ -392,7 +392,7 @@ def plan_tree_walk(
     width = served.tree.num_nodes
     if sampled and not on_gpu:
         return WalkPlan(TreeWalk.DRAWS_WHEN_WALKED, width)
-    if on_gpu or sampled or not deferred:
+    if on_gpu or not deferred:  # a GPU (sampled rows too), or no lm_head deferred to the walk
         return WalkPlan(TreeWalk.AT_ONCE, width)
     split = served.split if can_split else width
     cheap_rows = walk_lm_head_rows(bs, split, few_rows, small_batch_linear.CHEAP_ROWS)

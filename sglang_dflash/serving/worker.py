@@ -1269,7 +1269,9 @@ class DFlashWorker(BaseSpecWorker):
         sampling = batch_sampling(sampling_info, bs, self.server_args.sampling_backend)
         penalties = step_penalties(batch.reqs, sampling_info.vocab_size, self.device)
         served = self.verify_trees.for_step(bs, sampled=not sampling.all_greedy)
-        if not tree_step_applies(batch, sampling, penalties is not None, grammar is not None):
+        if served is not None and not tree_step_applies(
+            batch, sampling, penalties is not None, grammar is not None
+        ):
             served = None
         if self.width_policy is not None:
             # The policy chooses between plain decoding and the tree where a tree may run.

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
 from cpu_server import CpuServer
+
+from sglang_dflash.bench.engine_run import read_profile
 
 NUM_PROMPTS_PER_SET, MAX_NEW_TOKENS = 4, 48  # three 16-token blocks and more per request
 CHUNK = 48  # below every chat prompt's length: prefill always runs in several chunks
@@ -56,16 +57,14 @@ def profile_counts(server: CpuServer, *names: str) -> dict[str, int]:
     """The running counts of the server's CPU step profile (``SGLANG_DFLASH_PROFILE``, kept as
     ``server.profile``): e.g. the steps that staged their verify and the requests their second
     passes scored or the second-pass gate cut."""
-    profile = server.profile
-    counts = json.loads(profile.read_text()).get("counts", {}) if profile.exists() else {}
+    counts = (read_profile(server.profile) or {}).get("counts", {})
     return {name: counts.get(name, 0) for name in names}
 
 
 def profile_width_steps(server: CpuServer, width: int) -> int:
     """The steps of verify width ``width`` so far in the server's CPU step profile (a tree step's
     width is its tree's nodes)."""
-    profile = server.profile
-    widths = json.loads(profile.read_text()).get("widths", {}) if profile.exists() else {}
+    widths = (read_profile(server.profile) or {}).get("widths", {})
     return widths.get(str(width), {}).get("steps", 0)
 
 
