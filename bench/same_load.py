@@ -11,7 +11,10 @@ one pass: ``SGLANG_DFLASH_STAGED_VERIFY=0``); ``dflash-second-pass-always`` (the
 staged, its second pass run whenever a request goes on: ``SGLANG_DFLASH_SECOND_PASS=always``);
 ``adaptive`` (``--speculative-adaptive``, default config); ``adaptive-chain`` (the same without the
 wide-batch tree, ``SGLANG_DFLASH_WIDE_BATCH_TREE=off``: steps of more than one request at the
-policy's chain widths, as ``--speculative-adaptive`` served them before 2026-12-07); ``w<k>`` or
+policy's chain widths, as ``--speculative-adaptive`` served them before 2026-12-07);
+``dflash-no-lookup``, ``adaptive-no-lookup`` (the trees without their lookup branch,
+``SGLANG_DFLASH_PROMPT_LOOKUP=0``, as served before 2026-12-07's lookup branch) and
+``dflash-lookup4`` (a branch of 4 nodes instead of the default 8); ``w<k>`` or
 ``w<k>+<k>...`` (DFLASH verifying only those widths: the adaptive policy with that width set, no exploration);
 ``adaptive:<k>+<k>...`` (the default policy, exploration included, choosing among those widths);
 ``adaptive@<key>=<json>[@<key>=<json>...]`` (the default policy with those
@@ -48,7 +51,7 @@ from sglang_dflash.adaptive import AdaptiveConfig  # noqa: E402
 from sglang_dflash.bench.engine_run import format_staged_steps, format_width_steps, read_profile  # noqa: E402
 from sglang_dflash.bench.report import agg_pyplot, save_figure, write_markdown  # noqa: E402
 from sglang_dflash.serving.staged_verify import SECOND_PASS_ENV, STAGED_VERIFY_ENV  # noqa: E402
-from sglang_dflash.serving.tree_verify import WIDE_TREE_ENV  # noqa: E402
+from sglang_dflash.serving.tree_verify import PROMPT_LOOKUP_ENV, WIDE_TREE_ENV  # noqa: E402
 
 DEFAULT_MODEL = os.path.expanduser("~/.cache/sglang-dflash/models/smollm2-135m-instruct")
 DEFAULT_DRAFTER = os.path.join(HERE, "..", "drafters", "smollm2-135m-instruct")
@@ -59,9 +62,15 @@ WHOLE_BLOCK_MODES = {
     "dflash": {},
     "dflash-one-pass": {STAGED_VERIFY_ENV: "0"},
     "dflash-second-pass-always": {SECOND_PASS_ENV: "always"},
+    "dflash-no-lookup": {PROMPT_LOOKUP_ENV: "0"},
+    "dflash-lookup4": {PROMPT_LOOKUP_ENV: "4"},
 }
 # The modes of the default adaptive policy and the environment each runs its server with.
-ADAPTIVE_MODES = {"adaptive": {}, "adaptive-chain": {WIDE_TREE_ENV: "off"}}
+ADAPTIVE_MODES = {
+    "adaptive": {},
+    "adaptive-chain": {WIDE_TREE_ENV: "off"},
+    "adaptive-no-lookup": {PROMPT_LOOKUP_ENV: "0"},
+}
 
 
 def mode_flags(mode: str, drafter: str, token_map: str | None) -> list[str]:

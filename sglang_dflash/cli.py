@@ -473,6 +473,14 @@ def _add_eval_tau(sub) -> None:
         metavar="TREE_JSON",
         help="verify this token tree of the drafts instead of their chain (greedy; `fit-tree` makes one)",
     )
+    p.add_argument(
+        "--prompt-lookup",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --tree: add a lookup branch of N nodes, drafts copied from the request's own context "
+        "(as SGLANG_DFLASH_PROMPT_LOOKUP does to a server's trees)",
+    )
     p = sub.add_parser(
         "fit-tree",
         help="fit a verify token tree to a drafter's ranks of the target's greedy tokens (selection prompts)",
@@ -558,9 +566,18 @@ def _eval_tau(args) -> int:
     except ValueError as e:  # its message names the flag
         print(e, file=sys.stderr)
         return 2
+    if args.prompt_lookup and not args.tree or not 0 <= args.prompt_lookup <= 15:
+        print(
+            f"eval-tau: --prompt-lookup is {args.prompt_lookup} (--tree {args.tree}); expected 0 .. 15 "
+            "nodes, beside a --tree",
+            file=sys.stderr,
+        )
+        return 2
     tokenizer, target, drafter, params = _greedy_pair(args, args.device)
     prompts = [chat_prompt_ids(tokenizer, p) for p in texts]
-    tree = load_tree(args.tree) if args.tree else None
+    tree = load_tree(args.tree).with_lookup(args.prompt_lookup) if args.tree else None
+    if tree is not None:
+        tree.check_block(drafter.block_size)
     # The drafter's weight digest is part of the settings: a partial file from another drafter is never
     # reused.
     settings = {

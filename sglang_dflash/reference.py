@@ -31,6 +31,7 @@ from torch import nn
 
 from .dflash2 import DFlash2DraftModel
 from .draft_model import DFlashDraftModel, gather_kv_columns, left_pack_order
+from .lookup import RequestLookups
 from .speculative import (
     TARGET_DRAW,
     BatchSampling,
@@ -250,6 +251,7 @@ def spec_generate(
         reasons[row] = "stop"
     active = ~first_stop & (max_new > 1)
     rows = torch.arange(len(prompts), device=device)  # batch position -> request index
+    lookups = RequestLookups()  # a tree's lookup branch: each request's context proposals
 
     while True:
         keep = torch.nonzero(active).flatten()
@@ -270,8 +272,10 @@ def spec_generate(
                 target, drafter, block, pos, tcache, dcache, batch, draws, penalties
             )
         else:
+            contexts = [(str(r), list(prompts[r]) + tokens[r]) for r in rows.tolist()]
+            proposals = lookups.proposals(contexts, tree.lookup)  # [bs, 0] without a lookup branch
             num_correct_drafts, emitted, committed, pos, out = _tree_step(
-                target, drafter, tree, block, seq_lens, tcache, dcache, batch, draws
+                target, drafter, tree, block, seq_lens, tcache, dcache, batch, draws, proposals
             )
         accept_lens = num_correct_drafts + 1
         # Commit the accepted columns (KV + context features); the others are masked out.
@@ -357,15 +361,18 @@ def _tree_step(
     dcache,
     sampling: BatchSampling,
     draws: torch.Generator | SeededDraws | None,
+    proposals: torch.Tensor,
 ) -> StepOutcome:
-    """Draft every tree node from one drafter pass, verify the tree in one target pass (each node
+    """Draft every tree node from one drafter pass (a lookup branch's nodes: ``proposals``
+    [bs, tree.lookup] where the context has some), verify the tree in one target pass (each node
     sees the prefix and its ancestors), walk it with the target's token after every node (its
     argmax, or a sampled row's draw: :meth:`DraftTree.target_tokens`; see :func:`_chain_step` for
     the result)."""
     embeds = target.get_input_embeddings()(block)
     hidden = drafter.draft_block(embeds, block_positions(seq_lens, block.shape[1]), dcache)
     draft_logits = target.get_output_embeddings()(hidden[:, 1:].to(embeds.dtype))
-    nodes = torch.cat([block[:, :1], tree.draft_tokens(draft_logits)], dim=1)
+    drafts = tree.place_lookup(tree.draft_tokens(draft_logits), proposals)
+    nodes = torch.cat([block[:, :1], drafts], dim=1)
     node_pos = tree.node_positions(seq_lens)
     # An explicit 4D mask: HF uses it as given (additive, so eager and SDPA read it alike).
     visible = torch.cat(

@@ -23,6 +23,14 @@ token a draw from the target's distribution.
 A tree is fitted from the drafter's ranks of the target's tokens on a selection set
 (:func:`fit_tree`): the ``N`` most frequent rank prefixes, which maximise the expected accepted
 length over that set.  A chain of ``block_size - 1`` nodes is the plain DFlash step.
+
+A tree may end in a lookup branch (:meth:`DraftTree.with_lookup`): a chain of nodes from the root
+whose drafts are copied from the request's own context (:mod:`sglang_dflash.lookup`) instead of
+ranked by the drafter, where the context proposes them (elsewhere they draft the rank one past the
+tree's others).  Its first node may then draft the same token as a drafter sibling; the walk takes
+the lookup node there (the last match in rank order), whose branch goes deeper more often on a
+replay of the shipped drafter's responses.  Either choice is a function of the target's token
+after the root, so the walk stays lossless.
 """
 
 from __future__ import annotations
@@ -57,6 +65,8 @@ class DraftTree:
 
     parents: tuple[int, ...]
     ranks: tuple[int, ...]
+    # The last ``lookup`` nodes are a lookup branch (:meth:`with_lookup`); 0 for none.
+    lookup: int = 0
     # TreeTables per device, built once: a serving step copies nothing to the device for its tree.
     _tables: dict[str, TreeTables] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
@@ -76,6 +86,22 @@ class DraftTree:
                     f"0 .. {node - 1}, a rank >= 0 and no sibling of the same rank"
                 )
             seen.add((parent, rank))
+        if not 0 <= self.lookup <= len(self.parents):
+            raise ValueError(
+                f"DraftTree: lookup {self.lookup}; expected 0 .. {len(self.parents)} (the tree's nodes)"
+            )
+        if self.lookup:
+            first = len(self.parents) - self.lookup  # the branch's first node is first + 1
+            chain = (
+                (0,) + tuple(range(first + 1, len(self.parents))),
+                (max(self.ranks[:first], default=-1) + 1,) * self.lookup,
+            )
+            if (self.parents[first:], self.ranks[first:]) != chain:
+                raise ValueError(
+                    f"DraftTree: lookup {self.lookup} with parents {self.parents} and ranks {self.ranks}; "
+                    "expected the last `lookup` nodes to be a chain from the root drafting the rank one "
+                    "past the others' (DraftTree.with_lookup makes one)"
+                )
 
     @classmethod
     def chain(cls, num_drafts: int) -> DraftTree:
@@ -95,6 +121,31 @@ class DraftTree:
         ordered = sorted(unique, key=len)
         index = {p: i for i, p in enumerate(ordered, start=1)}
         return cls(tuple(index.get(p[:-1], 0) for p in ordered), tuple(p[-1] for p in ordered))
+
+    def with_lookup(self, num_nodes: int) -> DraftTree:
+        """This tree (without a lookup branch) and a lookup branch of ``num_nodes`` nodes: a chain
+        from the root whose nodes draft the rank one past this tree's highest (the tokens
+        :meth:`place_lookup` puts there replace them where the context proposes some)."""
+        if self.lookup:
+            raise ValueError(
+                f"DraftTree.with_lookup: the tree has a lookup branch of {self.lookup} nodes already"
+            )
+        if num_nodes == 0:
+            return self
+        first = len(self.parents) + 1
+        parents = self.parents + (0,) + tuple(range(first, first + num_nodes - 1))
+        return DraftTree(parents, self.ranks + (self.max_rank + 1,) * num_nodes, num_nodes)
+
+    def place_lookup(self, drafts: torch.Tensor, proposals: torch.Tensor) -> torch.Tensor:
+        """Node drafts [bs, N] with the lookup branch's nodes taking ``proposals`` [bs, lookup]
+        (token ids; :data:`sglang_dflash.lookup.NO_TOKEN` keeps the drafter's)."""
+        if not self.lookup:
+            return drafts
+        proposals = proposals.to(device=drafts.device, dtype=drafts.dtype)
+        branch = drafts[:, -self.lookup :]
+        drafts = drafts.clone()
+        drafts[:, -self.lookup :] = torch.where(proposals >= 0, proposals, branch)
+        return drafts
 
     @property
     def num_nodes(self) -> int:
@@ -144,11 +195,16 @@ class DraftTree:
         return mask.to(device)
 
     def to_json(self) -> dict:
-        return {"parents": list(self.parents), "ranks": list(self.ranks)}
+        data = {"parents": list(self.parents), "ranks": list(self.ranks)}
+        return {**data, "lookup": self.lookup} if self.lookup else data
 
     @classmethod
     def from_json(cls, data: dict) -> DraftTree:
-        return cls(tuple(int(p) for p in data["parents"]), tuple(int(r) for r in data["ranks"]))
+        return cls(
+            tuple(int(p) for p in data["parents"]),
+            tuple(int(r) for r in data["ranks"]),
+            int(data.get("lookup", 0)),
+        )
 
     def check_block(self, block_size: int) -> None:
         """Refuse a tree deeper than the drafter's block (its positions 1 .. block_size - 1)."""
@@ -312,11 +368,19 @@ def _child_drafting(
     candidates: torch.Tensor, node_tokens: torch.Tensor, after: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Of each row's candidate children [n, ranks] (node indices, -1 for none, in rank order), the
-    first whose token in ``node_tokens`` [n, W] is the target's token ``after`` [n]: (whether one
-    is [n] bool, which [n]; siblings draft distinct tokens, so at most one is)."""
+    one whose token in ``node_tokens`` [n, W] is the target's token ``after`` [n]: (whether one
+    is [n] bool, which [n]).  Drafter siblings draft distinct tokens; a lookup node may repeat one
+    of them, and as the last in rank order it is taken (:func:`last_match`)."""
     drafted = node_tokens.gather(1, candidates.clamp(min=0))
     match = (candidates >= 0) & (drafted == after[:, None])
-    return match.any(1), candidates.gather(1, match.int().argmax(1, keepdim=True))[:, 0]
+    return match.any(1), candidates.gather(1, last_match(match)[:, None])[:, 0]
+
+
+def last_match(match: torch.Tensor) -> torch.Tensor:
+    """[n]: the last column of each row of ``match`` [n, k] (bool) that is True (0 where none is):
+    a tree walk's rule among children that draft the same token (a lookup node, the last, wins)."""
+    columns = torch.arange(match.shape[1], device=match.device)
+    return torch.where(match, columns, -1).amax(1).clamp(min=0)
 
 
 def accepted_depth(ranks: Sequence[int], tree: DraftTree) -> int:

@@ -217,3 +217,14 @@ def test_eval_tau_refuses_no_prompts_before_loading(tmp_path, capsys, count):
     argv = ["eval-tau", "--target", str(tmp_path / "absent"), "--drafter", str(tmp_path / "absent")]
     assert main([*argv, "--prompts", prompts, "--num-prompts", count]) == 2
     assert f"--num-prompts is {count}; expected a whole number >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra", [[], ["--tree", "tree.json"]], ids=["without-tree", "too-long"])
+def test_eval_tau_refuses_a_lookup_branch_without_a_tree_before_loading(tmp_path, capsys, extra):
+    from sglang_dflash.cli import main
+
+    prompts = write_prompt_file(tmp_path / "prompts.jsonl", 3)
+    argv = ["eval-tau", "--target", str(tmp_path / "absent"), "--drafter", str(tmp_path / "absent")]
+    lookup = "4" if not extra else "16"
+    assert main([*argv, "--prompts", prompts, "--prompt-lookup", lookup, *extra]) == 2
+    assert f"--prompt-lookup is {lookup} (--tree" in capsys.readouterr().err

@@ -86,8 +86,22 @@ def test_the_adaptive_chain_mode_is_the_adaptive_policy_without_the_wide_batch_t
         "adaptive", "drafter", None
     )
     assert "--speculative-adaptive" in same_load.mode_flags("adaptive-chain", "drafter", None)
-    wide_tree_off = {"SGLANG_DFLASH_WIDE_BATCH_TREE": "off"}
-    assert same_load.ADAPTIVE_MODES == {"adaptive": {}, "adaptive-chain": wide_tree_off}
+    assert same_load.ADAPTIVE_MODES["adaptive-chain"] == {"SGLANG_DFLASH_WIDE_BATCH_TREE": "off"}
+    assert same_load.ADAPTIVE_MODES["adaptive"] == {}
+
+
+@pytest.mark.parametrize(
+    "mode, base, lookup",
+    [
+        ("dflash-no-lookup", "dflash", "0"),
+        ("dflash-lookup4", "dflash", "4"),
+        ("adaptive-no-lookup", "adaptive", "0"),
+    ],
+)
+def test_the_lookup_modes_are_their_base_mode_with_another_branch(same_load, mode, base, lookup):
+    assert same_load.mode_flags(mode, "drafter", None) == same_load.mode_flags(base, "drafter", None)
+    modes = same_load.WHOLE_BLOCK_MODES | same_load.ADAPTIVE_MODES
+    assert modes[mode] == {"SGLANG_DFLASH_PROMPT_LOOKUP": lookup} and modes[base] == {}
 
 
 def test_the_dtype_flag_comes_after_the_cpu_servers_float32(same_load):

@@ -10,7 +10,11 @@ import torch
 from sglang_dflash import SamplingParams, load_drafter, spec_generate
 from sglang_dflash import tree as tree_module
 from sglang_dflash.serving.tree_verify import (
+    DEFAULT_LOOKUP_MAX_ROWS,
+    DEFAULT_PROMPT_LOOKUP,
     DEFAULT_TREE_MAX_ROWS,
+    LOOKUP_MAX_ROWS_ENV,
+    PROMPT_LOOKUP_ENV,
     TREE_FIRST_DEPTH_ENV,
     TREE_MAX_ROWS_ENV,
     VERIFY_TREE_ENV,
@@ -20,9 +24,12 @@ from sglang_dflash.serving.tree_verify import (
     TreeWalk,
     VerifyTrees,
     commit_path_slots,
+    lookup_max_rows_setting,
     names_tree_file,
     path_order,
     plan_tree_walk,
+    prompt_lookup_setting,
+    request_contexts,
     tree_first_pass_nodes,
     tree_max_requests,
     tree_max_rows,
@@ -30,6 +37,7 @@ from sglang_dflash.serving.tree_verify import (
     verify_tree_setting,
     walk_lm_head_rows,
     wide_batch_tree_setting,
+    with_lookup_branch,
 )
 from sglang_dflash.speculative import BatchSampling
 from sglang_dflash.testing import make_tiny_drafter
@@ -126,6 +134,54 @@ def test_the_greedy_walk_takes_the_child_drafting_the_targets_argmax(
     assert out.tolist() == [emitted]
 
 
+def test_a_lookup_branch_is_a_chain_from_the_root_one_rank_past_the_trees():
+    tree = FORK.with_lookup(2)
+    assert tree.parents == (0, 0, 1, 0, 4) and tree.ranks == (0, 1, 0, 2, 2) and tree.lookup == 2
+    assert tree.num_nodes == 6 and tree.depths == [0, 1, 1, 2, 1, 2] and not tree.is_chain()
+    assert DraftTree.from_json(json.loads(json.dumps(tree.to_json()))) == tree
+    assert FORK.with_lookup(0) == FORK
+    assert "lookup" not in FORK.to_json()  # tree files without a branch read as before
+    with pytest.raises(ValueError, match="has a lookup branch of 2 nodes already"):
+        tree.with_lookup(1)
+
+
+@pytest.mark.parametrize(
+    "parents, ranks, lookup",
+    [
+        ((0, 0, 1, 0, 4), (0, 1, 0, 2, 2), 3),  # node 3 is no branch node
+        ((0, 0, 1, 0, 4), (0, 1, 0, 3, 3), 2),  # the branch drafts a rank other than one past theirs
+        ((0, 0, 1, 1, 4), (0, 1, 0, 2, 2), 2),  # the branch does not start at the root
+        ((0, 0), (0, 1), 3),  # more branch nodes than nodes
+    ],
+)
+def test_a_malformed_lookup_branch_is_refused(parents, ranks, lookup):
+    with pytest.raises(ValueError, match=f"DraftTree: lookup {lookup}"):
+        DraftTree(parents, ranks, lookup)
+
+
+def test_lookup_nodes_take_the_proposals_and_keep_the_drafters_tokens_where_there_are_none():
+    tree = FORK.with_lookup(2)
+    drafts = torch.tensor([[1, 2, 3, 4, 5], [1, 2, 3, 4, 5]])
+    placed = tree.place_lookup(drafts, torch.tensor([[7, 8], [9, -1]]))
+    assert placed.tolist() == [[1, 2, 3, 7, 8], [1, 2, 3, 9, 5]] and drafts[0, 3] == 4
+    assert FORK.place_lookup(drafts[:, :3], torch.zeros(2, 0, dtype=torch.long)) is not None
+
+
+@pytest.mark.parametrize("tensor_walk", [True, False])
+def test_a_lookup_node_repeating_a_drafter_siblings_token_is_the_one_walked(tensor_walk):
+    """Node 4 (the branch) drafts node 1's token: the walk goes into the branch, whose node 5 is
+    right where node 1's child (node 3) is not."""
+    tree = FORK.with_lookup(2)
+    nodes = torch.tensor([[5, 1, 2, 3, 1, 6]])
+    argmax = torch.tensor([[1, 4, 0, 0, 6, 7]])  # after the root 1; after node 4 6; after node 5 7
+    if tensor_walk:
+        on_path, correct, emitted = tree.greedy_accept_argmax(nodes, argmax)
+    else:
+        on_path, correct, emitted = tree.greedy_walk(nodes, lambda requests, at: argmax[requests, at])
+    assert on_path.int().tolist() == [[1, 0, 0, 0, 1, 1]] and correct.tolist() == [2]
+    assert emitted.tolist() == [[1, 6, 7]]
+
+
 def random_tree(generator: torch.Generator, num_drafts: int) -> DraftTree:
     """A tree of ``num_drafts`` nodes, each under a random earlier node with that parent's next rank."""
     parents, ranks, used = [], [], [0] * (num_drafts + 1)
@@ -207,6 +263,20 @@ def test_tree_decoding_is_the_targets_greedy_output(setup, fitted):
     assert max(max(a) for a in tree.accept_lens) >= 3
 
 
+def test_a_lookup_branch_decodes_the_targets_greedy_output_in_fewer_steps(setup, fitted):
+    """The tiny target's greedy responses repeat themselves, a random drafter's drafts do not: the
+    branch's proposals are taken."""
+    target, drafter, prompts = setup
+    drafter = make_tiny_drafter(
+        target.config, seed=3, num_layers=2, target_layer_ids=list(drafter.config.target_layer_ids)
+    )
+    params = SamplingParams(max_new_tokens=40)
+    plain = spec_generate(target, drafter, prompts[:8], params, tree=fitted)
+    lookup = spec_generate(target, drafter, prompts[:8], params, tree=fitted.with_lookup(3))
+    assert lookup.token_ids == plain.token_ids
+    assert sum(map(len, lookup.accept_lens)) < sum(map(len, plain.accept_lens))
+
+
 def test_a_chain_tree_decodes_as_the_chain(setup):
     target, drafter, prompts = setup
     params = SamplingParams(max_new_tokens=24)
@@ -217,9 +287,11 @@ def test_a_chain_tree_decodes_as_the_chain(setup):
     assert as_tree.token_ids == chain.token_ids and as_tree.accept_lens == chain.accept_lens
 
 
+@pytest.mark.parametrize("lookup", [0, 3])
 @pytest.mark.parametrize("which", ["trained", "random"])
-def test_replayed_tree_steps_equal_the_tree_decoders(setup, fitted, which):
+def test_replayed_tree_steps_equal_the_tree_decoders(setup, fitted, which, lookup):
     target, drafter, prompts = setup
+    fitted = fitted.with_lookup(lookup)
     if which == "random":
         drafter = make_tiny_drafter(
             target.config, seed=3, num_layers=2, target_layer_ids=list(drafter.config.target_layer_ids)
@@ -369,6 +441,41 @@ def test_the_verify_tree_setting_is_the_drafters_tree_unless_off(tmp_path, monke
     assert verify_tree_setting(server_args(tmp_path), 16, "cpu") == FORK
     monkeypatch.setenv(VERIFY_TREE_ENV, str(tmp_path / TREE_FILE))
     assert verify_tree_setting(server_args(tmp_path), 4, "cpu") == FORK
+
+
+def test_the_lookup_setting_defaults_to_eight_nodes_and_refuses_what_is_no_count(monkeypatch):
+    monkeypatch.delenv(PROMPT_LOOKUP_ENV, raising=False)
+    assert prompt_lookup_setting() == DEFAULT_PROMPT_LOOKUP == 8
+    monkeypatch.setenv(PROMPT_LOOKUP_ENV, " 0 ")
+    assert prompt_lookup_setting() == 0
+    monkeypatch.setenv(PROMPT_LOOKUP_ENV, "40")  # more than a block holds: served cut to what it holds
+    assert prompt_lookup_setting() == 40
+    for bad in ("-1", "eight", "1.5"):
+        monkeypatch.setenv(PROMPT_LOOKUP_ENV, bad)
+        with pytest.raises(ValueError, match=f"{PROMPT_LOOKUP_ENV} is '{bad}'; expected a whole number >= 0"):
+            prompt_lookup_setting()
+
+
+def test_a_served_trees_lookup_branch_fits_the_blocks_slots(caplog):
+    assert with_lookup_branch(FORK, 8, 16) == FORK.with_lookup(8)
+    with caplog.at_level("INFO"):
+        assert with_lookup_branch(FORK, 8, 8) == FORK.with_lookup(4)  # 4 nodes + 4 = the block
+    assert "a lookup branch of 4 nodes (of SGLANG_DFLASH_PROMPT_LOOKUP=8)" in caplog.text
+    full = DraftTree.chain(15)
+    assert with_lookup_branch(full, 8, 16) == full and with_lookup_branch(None, 8, 16) is None
+    assert with_lookup_branch(FORK, 0, 16) == FORK
+    # A tree file with a branch of its own keeps it.
+    assert with_lookup_branch(FORK.with_lookup(2), 8, 16) == FORK.with_lookup(2)
+
+
+def test_a_requests_lookup_context_is_its_prompt_and_committed_tokens():
+    batch = SimpleNamespace(
+        reqs=[
+            SimpleNamespace(rid="a", origin_input_ids=[1, 2], output_ids=[3]),
+            SimpleNamespace(rid="b", origin_input_ids=[4], output_ids=[]),
+        ]
+    )
+    assert request_contexts(batch) == [("a", [1, 2, 3]), ("b", [4])]
 
 
 def test_only_a_value_that_is_neither_off_nor_auto_names_a_tree_file(monkeypatch):
@@ -576,6 +683,36 @@ def test_steps_past_the_budget_verify_the_wide_batch_tree_or_the_chain(monkeypat
     assert VerifyTrees(None, None, "cpu").for_step(1, False) is None
     # Off the CPU ("meta" here, a GPU in a server) no budget: the verify tree at any size.
     assert VerifyTrees(FORK, wide, "meta").for_step(64, False).tree == FORK
+
+
+def test_a_steps_lookup_branch_is_cut_to_the_rows_budget():
+    """FORK (4 nodes) for one or two requests, SMALL (3 nodes) past them, each with up to 8 branch
+    nodes (the block of 16 holds them), cut where requests x (nodes + branch) would pass 24 rows."""
+    trees = VerifyTrees(FORK, SMALL, "cpu", lookup=8, block_size=16, lookup_max_rows=24)
+    assert trees.for_step(1, False).tree == FORK.with_lookup(8)  # 12 rows
+    assert trees.for_step(2, False).tree == FORK.with_lookup(8)  # 24 rows
+    assert trees.for_step(3, False).tree == SMALL.with_lookup(5)  # 3 x 8 rows
+    assert trees.for_step(6, False).tree == SMALL.with_lookup(1)  # 6 x 4 rows
+    assert trees.for_step(8, False).tree == SMALL and trees.for_step(64, False).tree == SMALL
+    served = trees.for_step(3, False)
+    assert torch.equal(served.mask, SMALL.with_lookup(5).ancestor_mask())
+    # A block without room for a branch, no branch asked for, or a tree file's own: as it is.
+    assert VerifyTrees(FORK, None, "cpu", lookup=8, block_size=4).for_step(1, False).tree == FORK
+    assert VerifyTrees(FORK, None, "cpu", lookup=0).for_step(1, False).tree == FORK
+    own = FORK.with_lookup(2)
+    assert VerifyTrees(own, None, "cpu", lookup=8, lookup_max_rows=1).for_step(1, False).tree == own
+
+
+def test_the_lookup_rows_budget_comes_from_the_environment(monkeypatch):
+    monkeypatch.delenv(LOOKUP_MAX_ROWS_ENV, raising=False)
+    assert lookup_max_rows_setting() == DEFAULT_LOOKUP_MAX_ROWS == 64
+    monkeypatch.setenv(LOOKUP_MAX_ROWS_ENV, "128")
+    assert lookup_max_rows_setting() == 128
+    monkeypatch.setenv(LOOKUP_MAX_ROWS_ENV, "0")
+    with pytest.raises(
+        ValueError, match="SGLANG_DFLASH_LOOKUP_MAX_ROWS is '0'; expected a whole number >= 1"
+    ):
+        lookup_max_rows_setting()
 
 
 def test_only_unseeded_batches_whose_logits_nothing_changes_verify_a_tree():

@@ -44,6 +44,57 @@ TREE_MAX_ROWS_ENV = "SGLANG_DFLASH_TREE_MAX_ROWS"
 DEFAULT_TREE_MAX_ROWS = 8
 
 
+# Lookup nodes added to every served tree (sglang_dflash.lookup), within its block's KV slots.
+PROMPT_LOOKUP_ENV = "SGLANG_DFLASH_PROMPT_LOOKUP"
+DEFAULT_PROMPT_LOOKUP = 8
+# The most target rows (requests x (tree nodes + branch nodes)) a step spends on a lookup branch:
+# past it the branch is cut, to nothing for wide batches.  On this Xeon's two cores the 5-node
+# wide-batch tree with a branch of 8 paid at four requests (52 rows: 1.54-1.70x plain against
+# 1.37-1.45x without it) and lost at sixteen (208 rows; bench/README.md, "A lookup branch").
+LOOKUP_MAX_ROWS_ENV = "SGLANG_DFLASH_LOOKUP_MAX_ROWS"
+DEFAULT_LOOKUP_MAX_ROWS = 64
+
+
+def prompt_lookup_setting() -> int:
+    """``SGLANG_DFLASH_PROMPT_LOOKUP``: the nodes of the lookup branch every served tree gets
+    (:meth:`DraftTree.with_lookup`), default :data:`DEFAULT_PROMPT_LOOKUP`; 0 for none.  A branch
+    the drafter's block cannot hold beside a tree is cut to what it holds
+    (:func:`with_lookup_branch`)."""
+    value = os.environ.get(PROMPT_LOOKUP_ENV, str(DEFAULT_PROMPT_LOOKUP)).strip()
+    if not value.isdigit():
+        raise ValueError(f"sglang-dflash: {PROMPT_LOOKUP_ENV} is {value!r}; expected a whole number >= 0")
+    return int(value)
+
+
+def lookup_max_rows_setting() -> int:
+    """``SGLANG_DFLASH_LOOKUP_MAX_ROWS``: the rows a step's lookup branch may bring its tree to,
+    default :data:`DEFAULT_LOOKUP_MAX_ROWS`."""
+    value = os.environ.get(LOOKUP_MAX_ROWS_ENV, str(DEFAULT_LOOKUP_MAX_ROWS)).strip()
+    if not (value.isdigit() and int(value) >= 1):
+        raise ValueError(f"sglang-dflash: {LOOKUP_MAX_ROWS_ENV} is {value!r}; expected a whole number >= 1")
+    return int(value)
+
+
+def with_lookup_branch(tree: DraftTree | None, num_nodes: int, block_size: int) -> DraftTree | None:
+    """``tree`` with a lookup branch of ``num_nodes`` nodes, or as many as the block has KV slots
+    for beside its nodes (none: the tree as it is, as is a tree file with a branch of its own)."""
+    if tree is None or tree.lookup:
+        return tree
+    nodes = min(num_nodes, block_size - tree.num_nodes)
+    if nodes < num_nodes:
+        logger.info(
+            "sglang-dflash: a lookup branch of %d nodes (of %s=%d) beside the tree's %d in a block of %d",
+            max(nodes, 0), PROMPT_LOOKUP_ENV, num_nodes, tree.num_nodes, block_size,
+        )  # fmt: skip
+    return tree.with_lookup(nodes) if nodes > 0 else tree
+
+
+def request_contexts(batch) -> list[tuple[str, list[int]]]:
+    """Per request of a decode batch, (its id, its prompt and committed tokens): what a tree's
+    lookup branch proposes from (:class:`sglang_dflash.lookup.RequestLookups`)."""
+    return [(req.rid, req.origin_input_ids + req.output_ids) for req in batch.reqs]
+
+
 def verify_tree_value() -> str:
     """``SGLANG_DFLASH_VERIFY_TREE`` as set, else its default ``auto``."""
     return os.environ.get(VERIFY_TREE_ENV, DEFAULT_VERIFY_TREE).strip()
@@ -315,13 +366,23 @@ class ServedTree:
 
 class VerifyTrees:
     """Which tree a step verifies: the verify tree for steps within its row budget
-    (:func:`tree_max_requests`), the wide-batch tree (fewer nodes) for wider ones, else the chain."""
+    (:func:`tree_max_requests`), the wide-batch tree (fewer nodes) for wider ones, else the chain;
+    each with a lookup branch of up to ``lookup`` nodes (:func:`with_lookup_branch`), cut where the
+    step's rows would pass ``lookup_max_rows`` (:meth:`branch_nodes`)."""
 
     def __init__(
-        self, verify_tree: DraftTree | None, wide_tree: DraftTree | None, device: torch.device | str
+        self,
+        verify_tree: DraftTree | None,
+        wide_tree: DraftTree | None,
+        device: torch.device | str,
+        lookup: int = 0,
+        block_size: int = 16,
+        lookup_max_rows: int = DEFAULT_LOOKUP_MAX_ROWS,
     ) -> None:
-        self.narrow = None if verify_tree is None else ServedTree.on(verify_tree, device)
-        self.wide = None if wide_tree is None else ServedTree.on(wide_tree, device)
+        self.lookup_max_rows = lookup_max_rows
+        # Per tree, its served forms by branch nodes: [k] has a branch of k (a file's own: [0] only).
+        self.narrow = _served_branches(verify_tree, lookup, block_size, device)
+        self.wide = _served_branches(wide_tree, lookup, block_size, device)
         # Greedy steps (False) and steps with sampled rows (True).
         self.max_requests = {
             sampled: tree_max_requests(verify_tree, device, sampled, wide_tree is not None)
@@ -331,9 +392,29 @@ class VerifyTrees:
     def for_step(self, bs: int, sampled: bool) -> ServedTree | None:
         """The tree a step of ``bs`` requests verifies (``sampled``: with sampled rows), or None."""
         limit = self.max_requests[sampled]
-        if self.narrow is not None and (limit is None or bs <= limit):
-            return self.narrow
-        return self.wide
+        use_narrow = self.narrow is not None and (limit is None or bs <= limit)
+        forms = self.narrow if use_narrow else self.wide
+        if forms is None:
+            return None
+        return forms[self.branch_nodes(bs, forms[0].tree.num_nodes, len(forms) - 1)]
+
+    def branch_nodes(self, bs: int, tree_nodes: int, most: int) -> int:
+        """The lookup branch a step of ``bs`` requests gives a tree of ``tree_nodes``: ``most``
+        nodes, or fewer, to none, where ``bs`` x (tree + branch) would pass the rows' budget."""
+        return max(0, min(most, self.lookup_max_rows // bs - tree_nodes))
+
+
+def _served_branches(
+    tree: DraftTree | None, lookup: int, block_size: int, device: torch.device | str
+) -> list[ServedTree] | None:
+    """``tree`` served with a lookup branch of 0, 1, ... up to ``lookup`` nodes (as many as the
+    block holds: :func:`with_lookup_branch`); a tree file's own branch only as it is."""
+    if tree is None:
+        return None
+    full = with_lookup_branch(tree, lookup, block_size)
+    if tree.lookup or full is tree:
+        return [ServedTree.on(tree, device)]
+    return [ServedTree.on(tree.with_lookup(k), device) for k in range(full.lookup + 1)]
 
 
 # lm_head rows a call of the packed few-row product scores for about the cost of reading the weight

@@ -54,6 +54,7 @@ from ..grammar import BlockGrammar
 from ..kernels import small_batch_linear
 from ..kernels.block_attention import BlockMasks
 from ..kernels.small_batch_linear import small_batch_linears
+from ..lookup import RequestLookups
 from ..token_map import read_token_map
 from .inject import ContextInjector
 from .outputs import DeferredLogits, FinalHiddenStates, committed_logprobs
@@ -78,8 +79,11 @@ from .tree_verify import (
     check_gpu_tree_target,
     commit_path_slots,
     logits_left_alone,
+    lookup_max_rows_setting,
     path_order,
     plan_tree_walk,
+    prompt_lookup_setting,
+    request_contexts,
     tree_step_applies,
     verify_tree_setting,
     wide_batch_tree_setting,
@@ -897,7 +901,15 @@ class DFlashWorker(BaseSpecWorker):
         if verify_tree is not None and torch.device(self.device).type != "cpu":
             check_gpu_tree_target(target_worker.model_runner, self.device, self.block_size)
         wide_tree = wide_batch_tree_setting(server_args, self.block_size, self.device, verify_tree)
-        self.verify_trees = VerifyTrees(verify_tree, wide_tree, self.device)
+        self.verify_trees = VerifyTrees(
+            verify_tree,
+            wide_tree,
+            self.device,
+            prompt_lookup_setting(),
+            self.block_size,
+            lookup_max_rows_setting(),
+        )
+        self.lookups = RequestLookups()  # the trees' lookup branches: each request's n-gram index
         self.tree_gate = SecondPassGate(second_pass_policy())  # the tree's own: other passes, gains
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
         self.mask_drafts = mask_drafts_setting()
@@ -1095,6 +1107,9 @@ class DFlashWorker(BaseSpecWorker):
                 drafts = tree.draft_tokens(draft_logits)
                 if hot_ids is not None:
                     drafts = hot_ids[drafts]  # columns of the hot vocabulary -> token ids
+                if tree.lookup:
+                    proposals = self.lookups.proposals(request_contexts(batch), tree.lookup)
+                    drafts = tree.place_lookup(drafts, proposals)
                 nodes = torch.cat([block[:, :1], drafts.to(block.dtype)], dim=1)
             slots = verify_slots(out_cache_loc, bs, width).view(bs, width)
             node_positions = tree.node_positions(seq_lens)

@@ -29,9 +29,10 @@ from torch import nn
 from tqdm import tqdm
 
 from ..draft_model import DFlashDraftModel
+from ..lookup import proposals_along
 from ..reference import SpecResult, spec_generate
 from ..speculative import SamplingParams
-from ..tree import DraftTree
+from ..tree import DraftTree, last_match
 from .curve import open_text
 from .data import generate_batch
 from .objective import IGNORE, block_hidden, build_blocks
@@ -223,11 +224,16 @@ def block_hits(
     it, as at inference.  Position ``k``'s logits are computed only for blocks whose first
     ``k - 1`` drafts were right (the lm_head is most of the cost).  With a ``tree``
     (:mod:`sglang_dflash.tree`), a draft is right when some child of the node reached so far drafts
-    the response's token (the node's rank among the position's logits, taken as the decoder does).
+    the response's token (the node's rank among the position's logits, taken as the decoder does;
+    a lookup branch's node, the context's proposal where it has one, :mod:`sglang_dflash.lookup`).
     """
     lm_head = target.get_output_embeddings()
     children = None if tree is None else tree.children_table(lm_head.weight.device)
-    hits = []
+    lookup = tree.lookup if tree is not None else 0
+    if lookup:  # per anchor, the proposal its block's lookup branch verifies
+        proposals = proposals_along(list(prompt) + list(response), len(prompt), lookup)
+        proposals = proposals.to(lm_head.weight.device)
+    hits, first = [], 0
     for hidden, labels in _block_passes(target, drafter, prompt, response):
         run = torch.zeros(labels.shape[0], dtype=torch.long, device=labels.device)
         node = torch.zeros_like(run)  # the tree node each block has reached (0: the root)
@@ -237,13 +243,18 @@ def block_hits(
                 right = logits.argmax(-1) == labels[rows, k]
             else:
                 top = logits.topk(children.shape[1], dim=-1).indices
+                if lookup and k <= lookup:
+                    # Only the root and the branch's nodes have a child of the branch's rank.
+                    proposed = proposals[first + rows, k - 1]
+                    top[:, -1] = torch.where(proposed >= 0, proposed, top[:, -1])
                 candidates = children[node[rows]]  # [rows, ranks]: child node per rank, -1 if none
                 match = (top == labels[rows, k][:, None]) & (candidates >= 0)
                 right = match.any(1)
-                node[rows] = candidates.gather(1, match.int().argmax(1, keepdim=True))[:, 0]
+                node[rows] = candidates.gather(1, last_match(match)[:, None])[:, 0]
             run[rows] += right.long()
             alive[rows] = right
         hits.append(run)
+        first += labels.shape[0]
     return torch.cat(hits).cpu() if hits else torch.zeros(0, dtype=torch.long)
 
 

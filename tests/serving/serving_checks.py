@@ -8,6 +8,8 @@ import time
 from cpu_server import CpuServer
 
 from sglang_dflash.bench.engine_run import read_profile
+from sglang_dflash.serving.tree_verify import prompt_lookup_setting, with_lookup_branch
+from sglang_dflash.tree import load_tree
 
 NUM_PROMPTS_PER_SET, MAX_NEW_TOKENS = 4, 48  # three 16-token blocks and more per request
 CHUNK = 48  # below every chat prompt's length: prefill always runs in several chunks
@@ -17,6 +19,15 @@ MAX_NEW_TOKENS_INSIDE_A_BLOCK = (1, 2, 7, 17, 33)
 # each set (HumanEval 0-1, GSM8K 4-5) cover it; every prompt runs at the higher concurrency.
 ONE_AT_A_TIME_PROMPTS = (0, 1, 4, 5)
 SUMMARY: dict[str, dict] = {}
+
+
+def served_tree_widths(path: str, block_size: int = 16) -> set[int]:
+    """The verify widths a server may give the tree file at ``path``: its nodes and a lookup branch
+    of any length up to the one the environment asks for (``SGLANG_DFLASH_PROMPT_LOOKUP``, as the
+    test's servers inherit it; a step's rows budget cuts it)."""
+    tree = load_tree(path)
+    full = with_lookup_branch(tree, prompt_lookup_setting(), block_size)
+    return set(range(tree.num_nodes, full.num_nodes + 1))
 
 
 def start_server(
@@ -61,11 +72,11 @@ def profile_counts(server: CpuServer, *names: str) -> dict[str, int]:
     return {name: counts.get(name, 0) for name in names}
 
 
-def profile_width_steps(server: CpuServer, width: int) -> int:
-    """The steps of verify width ``width`` so far in the server's CPU step profile (a tree step's
+def profile_width_steps(server: CpuServer, widths: set[int]) -> int:
+    """The steps of the verify ``widths`` so far in the server's CPU step profile (a tree step's
     width is its tree's nodes)."""
-    widths = (read_profile(server.profile) or {}).get("widths", {})
-    return widths.get(str(width), {}).get("steps", 0)
+    profile = (read_profile(server.profile) or {}).get("widths", {})
+    return sum(profile.get(str(width), {}).get("steps", 0) for width in widths)
 
 
 def radix_prompts(prompts: list[list[int]]) -> list[list[int]]:

@@ -6,7 +6,8 @@ The policy is configured to re-measure often (``explore_every`` 4, widths 1/2/4/
 width, plain decoding (width 1) included, runs within a few steps of every batch-size bucket.
 Where a step may verify a tree (greedy or unseeded sampled rows with nothing that changes their
 logits), the policy chooses between plain decoding and the drafter folder's tree for that batch
-size (the 8-node tree at one request, the 5-node wide-batch tree beyond: the defaults); requests
+size (the 8-node tree at one request, the 5-node wide-batch tree beyond, each with its 8-node
+lookup branch: the defaults); requests
 with penalties verify the chain, at the policy's widths.
 """
 
@@ -24,9 +25,10 @@ from serving_checks import (
     check_max_new_tokens_inside_a_block,
     check_shutdown_is_clean,
     dflash_server,
+    served_tree_widths,
 )
 
-from sglang_dflash.tree import TREE_FILE, WIDE_TREE_FILE, load_tree
+from sglang_dflash.tree import TREE_FILE, WIDE_TREE_FILE
 
 pytestmark = pytest.mark.slow
 NAME = "adaptive"
@@ -34,9 +36,10 @@ WIDTHS = [1, 2, 4, 16]
 
 
 def tree_widths(drafter: tuple[str, str]) -> set[int]:
-    """The verify widths of the drafter folder's trees (the verify tree and the wide-batch tree)."""
+    """The verify widths of the drafter folder's trees (the verify tree and the wide-batch tree, each
+    with its lookup branch, cut to the step's rows budget)."""
     paths = [os.path.join(drafter[0], name) for name in (TREE_FILE, WIDE_TREE_FILE)]
-    return {load_tree(path).num_nodes for path in paths if os.path.exists(path)}
+    return set().union(*(served_tree_widths(path) for path in paths if os.path.exists(path)))
 
 
 def widths_seen(results: list[dict]) -> set[int]:

@@ -49,7 +49,9 @@ def server(smollm2, drafter, reference, tmp_path_factory):
 @pytest.mark.parametrize("concurrency", [1, 8])
 def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter, concurrency):
     """Equal token for token.  One request at a time verifies the shipped drafter's 8-node tree
-    (the default, SGLANG_DFLASH_VERIFY_TREE=auto); eight verify the chain (the wide-batch tree is
+    and its 8-node lookup branch (the defaults, SGLANG_DFLASH_VERIFY_TREE=auto and
+    SGLANG_DFLASH_PROMPT_LOOKUP=8; under the overlap scheduler its proposals come from the context a
+    step late); eight verify the chain (the wide-batch tree is
     off here) with every step staged
     (staged_verify: block columns 0-3 of every request, then 4-15 of those whose drafts 1-4 all
     matched)."""

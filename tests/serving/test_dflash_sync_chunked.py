@@ -3,7 +3,8 @@ below every prompt's length), the shipped hot draft vocabulary (``--speculative-
 running-request slots and no staged verify's second pass (``SGLANG_DFLASH_SECOND_PASS=never``: a
 request whose drafts 1-4 all match commits 4 tokens), on CPU, against plain decoding (shared setup:
 conftest.py).  The shipped drafter's trees verify greedy steps, the defaults: its 8-node
-``verify-tree.json`` one request at a time, its 5-node ``wide-batch-tree.json`` more."""
+``verify-tree.json`` one request at a time, its 5-node ``wide-batch-tree.json`` more, each with an
+8-node lookup branch (``SGLANG_DFLASH_PROMPT_LOOKUP``)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ from serving_checks import (
     dflash_server,
     profile_counts,
     profile_width_steps,
+    served_tree_widths,
 )
 
-from sglang_dflash.tree import WIDE_TREE_FILE, load_tree
+from sglang_dflash.tree import WIDE_TREE_FILE
 
 pytestmark = pytest.mark.slow
 NAME = "sync+chunked"
@@ -57,9 +59,9 @@ def server(smollm2, drafter, reference, tmp_path_factory):
 @pytest.mark.parametrize("concurrency", [1, 8])
 def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter, concurrency):
     shipped = drafter[1] == "shipped"
-    wide_width = load_tree(os.path.join(drafter[0], WIDE_TREE_FILE)).num_nodes if shipped else 0
+    wide_widths = served_tree_widths(os.path.join(drafter[0], WIDE_TREE_FILE)) if shipped else set()
     before = profile_counts(server, "tree_steps", "second_pass_requests")
-    wide_before = profile_width_steps(server, wide_width)
+    wide_before = profile_width_steps(server, wide_widths)
     check_greedy_equals_plain(NAME, server, prompts, reference, concurrency, drafter)
     after = profile_counts(server, "tree_steps", "second_pass_requests")
     assert after["second_pass_requests"] == 0
@@ -67,7 +69,7 @@ def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter
         # One request verifies the 8-node tree, more the 5-node wide-batch tree: every step a tree step.
         assert after["tree_steps"] > before["tree_steps"]
     if shipped and concurrency > 1:
-        assert profile_width_steps(server, wide_width) > wide_before
+        assert profile_width_steps(server, wide_widths) > wide_before
         # Greedy drafts come from the hot vocabulary's logits alone, mapped back to token ids: a
         # wrong id would stay lossless but be rejected (a random drafter's tau is about 1.0).
         assert SUMMARY[f"{NAME} c={concurrency}"]["tau"] > 1.4

@@ -1,0 +1,118 @@
+"""Prompt lookup: drafts copied from a request's own context, for a verify tree's lookup branch.
+
+Code and arithmetic answers repeat their context (a function's signature and names, a problem's
+numbers): the tokens that followed an earlier occurrence of the context's last ``n`` tokens are
+often what comes next.  A verify tree with lookup nodes (:attr:`DraftTree.lookup
+<sglang_dflash.tree.DraftTree.lookup>`) verifies such a continuation beside the drafter's own
+drafts; the target decides, so any proposal is lossless.
+
+:func:`propose` says what a proposal is; :class:`NgramIndex` finds the same proposal incrementally
+(a server extends it with the tokens each step committed instead of searching the whole context).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+# The n-gram lengths a proposal matches, longest first (in a prototype replay of the shipped
+# drafter's kept responses, matching down to one token raised tau more than stopping at two).
+MAX_NGRAM, MIN_NGRAM = 3, 1
+NO_TOKEN = -1  # a proposal shorter than the lookup branch leaves its deeper nodes to the drafter
+
+
+def propose(context: Sequence[int], num_tokens: int) -> list[int]:
+    """Up to ``num_tokens`` tokens that followed an earlier occurrence of the context's last ``n``
+    tokens (``n`` from :data:`MAX_NGRAM` down to :data:`MIN_NGRAM`, the longest that occurs): the
+    latest occurrence followed by ``num_tokens`` tokens, else the latest (in a repeated run the
+    latest is followed by one token only); [] where none occurs.  A plain search: what
+    :class:`NgramIndex` finds incrementally."""
+    context = list(context)
+    for n in range(MAX_NGRAM, MIN_NGRAM - 1, -1):
+        if len(context) <= n:
+            continue
+        suffix = context[-n:]
+        ends = [start + n for start in range(len(context) - n) if context[start : start + n] == suffix]
+        if ends:
+            full = [end for end in ends if end + num_tokens <= len(context)]
+            end = (full or ends)[-1]
+            return context[end : end + num_tokens]
+    return []
+
+
+class NgramIndex:
+    """:func:`propose` over a growing context, in time proportional to the tokens added.
+
+    ``ends[n][gram]`` lists where the occurrences of ``gram`` (``n`` tokens) end, in order, among the
+    occurrences that end before the context's last token (the suffix itself is no match)."""
+
+    def __init__(self) -> None:
+        self.tokens: list[int] = []
+        self.ends: dict[int, dict[tuple[int, ...], list[int]]] = {
+            n: {} for n in range(MIN_NGRAM, MAX_NGRAM + 1)
+        }
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        """Append ``tokens`` to the context."""
+        for token in tokens:
+            end = len(self.tokens)  # the n-grams ending here stop being the suffix now
+            for n, ends in self.ends.items():
+                if end >= n:
+                    ends.setdefault(tuple(self.tokens[end - n : end]), []).append(end)
+            self.tokens.append(int(token))
+
+    def propose(self, num_tokens: int) -> list[int]:
+        """:func:`propose` of the context so far."""
+        length = len(self.tokens)
+        for n in range(MAX_NGRAM, MIN_NGRAM - 1, -1):
+            if length <= n:
+                continue
+            ends = self.ends[n].get(tuple(self.tokens[-n:]))
+            if ends:
+                # Only occurrences within the last num_tokens tokens lack a full continuation.
+                end = next((e for e in reversed(ends) if e + num_tokens <= length), ends[-1])
+                return self.tokens[end : end + num_tokens]
+        return []
+
+
+class RequestLookups:
+    """One :class:`NgramIndex` per request of a server's decode steps, kept between steps.
+
+    :meth:`proposals` brings each request's index up to its committed tokens and forgets the
+    requests a step no longer carries (a request back in a later batch is indexed again)."""
+
+    def __init__(self) -> None:
+        self.indexes: dict[str, NgramIndex] = {}
+
+    def proposals(self, contexts: Sequence[tuple[str, Sequence[int]]], num_tokens: int) -> torch.Tensor:
+        """[len(contexts), num_tokens] long: each (request id, committed tokens)'s proposal, padded
+        with :data:`NO_TOKEN`."""
+        out = torch.full((len(contexts), num_tokens), NO_TOKEN, dtype=torch.long)
+        kept: dict[str, NgramIndex] = {}
+        for row, (rid, tokens) in enumerate(contexts):
+            index = self.indexes.get(rid)
+            seen = 0 if index is None else len(index.tokens)
+            if index is None or seen > len(tokens) or (seen and index.tokens[-1] != tokens[seen - 1]):
+                index = NgramIndex()
+            index.extend(tokens[len(index.tokens) :])
+            kept[rid] = index
+            proposal = index.propose(num_tokens)
+            if proposal:
+                out[row, : len(proposal)] = torch.tensor(proposal, dtype=torch.long)
+        self.indexes = kept
+        return out
+
+
+def proposals_along(context: Sequence[int], first: int, num_tokens: int) -> torch.Tensor:
+    """[len(context) - first, num_tokens] long: the proposal after every prefix ``context[: a + 1]``
+    for ``a`` from ``first`` on (a replay's anchors), padded with :data:`NO_TOKEN`."""
+    index = NgramIndex()
+    index.extend(context[:first])
+    out = torch.full((max(len(context) - first, 0), num_tokens), NO_TOKEN, dtype=torch.long)
+    for row, anchor in enumerate(range(first, len(context))):
+        index.extend(context[anchor : anchor + 1])
+        proposal = index.propose(num_tokens)
+        if proposal:
+            out[row, : len(proposal)] = torch.tensor(proposal, dtype=torch.long)
+    return out
