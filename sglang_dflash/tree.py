@@ -126,12 +126,12 @@ class DraftTree:
         """This tree (without a lookup branch) and a lookup branch of ``num_nodes`` nodes: a chain
         from the root whose nodes draft the rank one past this tree's highest (the tokens
         :meth:`place_lookup` puts there replace them where the context proposes some)."""
+        if num_nodes == 0:
+            return self
         if self.lookup:
             raise ValueError(
                 f"DraftTree.with_lookup: the tree has a lookup branch of {self.lookup} nodes already"
             )
-        if num_nodes == 0:
-            return self
         first = len(self.parents) + 1
         parents = self.parents + (0,) + tuple(range(first, first + num_nodes - 1))
         return DraftTree(parents, self.ranks + (self.max_rank + 1,) * num_nodes, num_nodes)

@@ -143,6 +143,7 @@ def test_a_lookup_branch_is_a_chain_from_the_root_one_rank_past_the_trees():
     assert "lookup" not in FORK.to_json()  # tree files without a branch read as before
     with pytest.raises(ValueError, match="has a lookup branch of 2 nodes already"):
         tree.with_lookup(1)
+    assert tree.with_lookup(0) == tree  # eval-tau --tree of a file with its own branch, no --prompt-lookup
 
 
 @pytest.mark.parametrize(
