@@ -88,20 +88,18 @@ class RequestLookups:
     def proposals(self, contexts: Sequence[tuple[str, Sequence[int]]], num_tokens: int) -> torch.Tensor:
         """[len(contexts), num_tokens] long: each (request id, committed tokens)'s proposal, padded
         with :data:`NO_TOKEN`."""
-        out = torch.full((len(contexts), num_tokens), NO_TOKEN, dtype=torch.long)
         kept: dict[str, NgramIndex] = {}
-        for row, (rid, tokens) in enumerate(contexts):
+        proposals = []
+        for rid, tokens in contexts:
             index = self.indexes.get(rid)
             seen = 0 if index is None else len(index.tokens)
             if index is None or seen > len(tokens) or (seen and index.tokens[-1] != tokens[seen - 1]):
                 index = NgramIndex()
             index.extend(tokens[len(index.tokens) :])
             kept[rid] = index
-            proposal = index.propose(num_tokens)
-            if proposal:
-                out[row, : len(proposal)] = torch.tensor(proposal, dtype=torch.long)
+            proposals.append(index.propose(num_tokens))
         self.indexes = kept
-        return out
+        return padded(proposals, num_tokens)
 
 
 def proposals_along(context: Sequence[int], first: int, num_tokens: int) -> torch.Tensor:
@@ -109,10 +107,16 @@ def proposals_along(context: Sequence[int], first: int, num_tokens: int) -> torc
     for ``a`` from ``first`` on (a replay's anchors), padded with :data:`NO_TOKEN`."""
     index = NgramIndex()
     index.extend(context[:first])
-    out = torch.full((max(len(context) - first, 0), num_tokens), NO_TOKEN, dtype=torch.long)
-    for row, anchor in enumerate(range(first, len(context))):
+    proposals = []
+    for anchor in range(first, len(context)):
         index.extend(context[anchor : anchor + 1])
-        proposal = index.propose(num_tokens)
-        if proposal:
-            out[row, : len(proposal)] = torch.tensor(proposal, dtype=torch.long)
-    return out
+        proposals.append(index.propose(num_tokens))
+    return padded(proposals, num_tokens)
+
+
+def padded(proposals: Sequence[list[int]], num_tokens: int) -> torch.Tensor:
+    """[len(proposals), num_tokens] long: the proposals (each at most ``num_tokens`` tokens), padded
+    with :data:`NO_TOKEN`."""
+    return torch.tensor(
+        [proposal + [NO_TOKEN] * (num_tokens - len(proposal)) for proposal in proposals], dtype=torch.long
+    ).view(len(proposals), num_tokens)

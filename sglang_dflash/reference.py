@@ -272,8 +272,10 @@ def spec_generate(
                 target, drafter, block, pos, tcache, dcache, batch, draws, penalties
             )
         else:
-            contexts = [(str(r), list(prompts[r]) + tokens[r]) for r in rows.tolist()]
-            proposals = lookups.proposals(contexts, tree.lookup)  # [bs, 0] without a lookup branch
+            proposals = None  # a tree without a lookup branch indexes no context
+            if tree.lookup:
+                contexts = [(str(r), list(prompts[r]) + tokens[r]) for r in rows.tolist()]
+                proposals = lookups.proposals(contexts, tree.lookup)
             num_correct_drafts, emitted, committed, pos, out = _tree_step(
                 target, drafter, tree, block, seq_lens, tcache, dcache, batch, draws, proposals
             )
@@ -361,13 +363,13 @@ def _tree_step(
     dcache,
     sampling: BatchSampling,
     draws: torch.Generator | SeededDraws | None,
-    proposals: torch.Tensor,
+    proposals: torch.Tensor | None,
 ) -> StepOutcome:
     """Draft every tree node from one drafter pass (a lookup branch's nodes: ``proposals``
-    [bs, tree.lookup] where the context has some), verify the tree in one target pass (each node
-    sees the prefix and its ancestors), walk it with the target's token after every node (its
-    argmax, or a sampled row's draw: :meth:`DraftTree.target_tokens`; see :func:`_chain_step` for
-    the result)."""
+    [bs, tree.lookup] where the context has some; None without a branch), verify the tree in one
+    target pass (each node sees the prefix and its ancestors), walk it with the target's token
+    after every node (its argmax, or a sampled row's draw: :meth:`DraftTree.target_tokens`; see
+    :func:`_chain_step` for the result)."""
     embeds = target.get_input_embeddings()(block)
     hidden = drafter.draft_block(embeds, block_positions(seq_lens, block.shape[1]), dcache)
     draft_logits = target.get_output_embeddings()(hidden[:, 1:].to(embeds.dtype))

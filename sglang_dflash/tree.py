@@ -136,9 +136,10 @@ class DraftTree:
         parents = self.parents + (0,) + tuple(range(first, first + num_nodes - 1))
         return DraftTree(parents, self.ranks + (self.max_rank + 1,) * num_nodes, num_nodes)
 
-    def place_lookup(self, drafts: torch.Tensor, proposals: torch.Tensor) -> torch.Tensor:
+    def place_lookup(self, drafts: torch.Tensor, proposals: torch.Tensor | None) -> torch.Tensor:
         """Node drafts [bs, N] with the lookup branch's nodes taking ``proposals`` [bs, lookup]
-        (token ids; :data:`sglang_dflash.lookup.NO_TOKEN` keeps the drafter's)."""
+        (token ids; :data:`sglang_dflash.lookup.NO_TOKEN` keeps the drafter's; a tree without a
+        branch takes none)."""
         if not self.lookup:
             return drafts
         proposals = proposals.to(device=drafts.device, dtype=drafts.dtype)
