@@ -14,7 +14,9 @@ wide-batch tree, ``SGLANG_DFLASH_WIDE_BATCH_TREE=off``: steps of more than one r
 policy's chain widths, as ``--speculative-adaptive`` served them before 2026-12-07);
 ``dflash-no-lookup``, ``adaptive-no-lookup`` (the trees without their lookup branch,
 ``SGLANG_DFLASH_PROMPT_LOOKUP=0``, as served before 2026-12-07's lookup branch) and
-``dflash-lookup4`` (a branch of 4 nodes instead of the default 8); ``w<k>`` or
+``dflash-lookup4`` (a branch of 4 nodes instead of the default 8) and ``dflash-lookup-fixed`` (the
+branch at its whole length every step within the rows budget, as first served on 2026-12-07:
+``SGLANG_DFLASH_LOOKUP_BY_PROPOSAL=0``); ``w<k>`` or
 ``w<k>+<k>...`` (DFLASH verifying only those widths: the adaptive policy with that width set, no exploration);
 ``adaptive:<k>+<k>...`` (the default policy, exploration included, choosing among those widths);
 ``adaptive@<key>=<json>[@<key>=<json>...]`` (the default policy with those
@@ -49,9 +51,14 @@ from cpu_server import CpuServer  # noqa: E402  (the tests' CPU server launcher)
 
 from sglang_dflash.adaptive import AdaptiveConfig  # noqa: E402
 from sglang_dflash.bench.engine_run import format_staged_steps, format_width_steps, read_profile  # noqa: E402
+from sglang_dflash.bench.harness import CPU_MALLOCS, with_cpu_malloc  # noqa: E402
 from sglang_dflash.bench.report import agg_pyplot, save_figure, write_markdown  # noqa: E402
 from sglang_dflash.serving.staged_verify import SECOND_PASS_ENV, STAGED_VERIFY_ENV  # noqa: E402
-from sglang_dflash.serving.tree_verify import PROMPT_LOOKUP_ENV, WIDE_TREE_ENV  # noqa: E402
+from sglang_dflash.serving.tree_verify import (  # noqa: E402
+    LOOKUP_BY_PROPOSAL_ENV,
+    PROMPT_LOOKUP_ENV,
+    WIDE_TREE_ENV,
+)
 
 DEFAULT_MODEL = os.path.expanduser("~/.cache/sglang-dflash/models/smollm2-135m-instruct")
 DEFAULT_DRAFTER = os.path.join(HERE, "..", "drafters", "smollm2-135m-instruct")
@@ -64,6 +71,7 @@ WHOLE_BLOCK_MODES = {
     "dflash-second-pass-always": {SECOND_PASS_ENV: "always"},
     "dflash-no-lookup": {PROMPT_LOOKUP_ENV: "0"},
     "dflash-lookup4": {PROMPT_LOOKUP_ENV: "4"},
+    "dflash-lookup-fixed": {LOOKUP_BY_PROPOSAL_ENV: "0"},
 }
 # The modes of the default adaptive policy and the environment each runs its server with.
 ADAPTIVE_MODES = {
@@ -173,15 +181,22 @@ def staged_steps(before: dict | None, after: dict | None) -> str:
     return format_staged_steps(before, after, after["steps"] - (before or {}).get("steps", 0))
 
 
+def server_env(mode: str, cores: str, profile: str | None, cpu_malloc: str) -> dict[str, str]:
+    """The environment a mode's server runs with: its cores, its step profile's path (DFLASH modes),
+    the mode's own settings and the glibc malloc settings of ``cpu_malloc``."""
+    env = {"SGLANG_CPU_OMP_THREADS_BIND": cores}
+    if profile is not None:
+        env["SGLANG_DFLASH_PROFILE"] = profile
+    env.update(WHOLE_BLOCK_MODES.get(mode, {}) | ADAPTIVE_MODES.get(mode, {}))
+    return with_cpu_malloc(env, cpu_malloc)
+
+
 def run_mode(args, mode: str, round_: int, prompts: list[list[int]]) -> tuple[dict, list]:
     """Start the mode's server, decode every prompt (``--concurrency`` in flight), stop it: one row and
     the outputs."""
     tag = f"{mode.replace(':', '-')}-{round_}"  # no ':' in file names (other systems refuse it)
-    env = {"SGLANG_CPU_OMP_THREADS_BIND": args.cores}
-    profile = None
-    if mode != "plain":
-        profile = env["SGLANG_DFLASH_PROFILE"] = os.path.join(args.out, f"{tag}.profile.json")
-    env.update(WHOLE_BLOCK_MODES.get(mode, {}) | ADAPTIVE_MODES.get(mode, {}))
+    profile = None if mode == "plain" else os.path.join(args.out, f"{tag}.profile.json")
+    env = server_env(mode, args.cores, profile, args.cpu_malloc)
     server = CpuServer(
         args.model,
         server_flags(mode, args.dtype, args.drafter, args.token_map),
@@ -278,6 +293,13 @@ def main() -> None:
         default="float32",
         help="the servers' dtype; bfloat16 rounds a verify and a decode step differently, so its "
         "greedy output is recorded against plain decoding's but not required to match",
+    )
+    parser.add_argument(
+        "--cpu-malloc",
+        choices=CPU_MALLOCS,
+        default="tuned",
+        help="the servers' glibc malloc settings, as sglang-dflash bench --cpu-malloc (tuned: keep the "
+        "memory touched, so steps of changing shapes do not page-fault their buffers in again)",
     )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()

@@ -8,11 +8,14 @@ drafts; the target decides, so any proposal is lossless.
 
 :func:`propose` says what a proposal is; :class:`NgramIndex` finds the same proposal incrementally
 (a server extends it with the tokens each step committed instead of searching the whole context).
+A step verifies the branch where some request of its batch has a proposal, and the tree alone where
+none has (:meth:`Proposals.step_nodes`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -39,6 +42,29 @@ def propose(context: Sequence[int], num_tokens: int) -> list[int]:
             end = (full or ends)[-1]
             return context[end : end + num_tokens]
     return []
+
+
+@dataclass(frozen=True)
+class Proposals:
+    """Proposals for several requests (or a replay's anchors): ``tokens`` [n, num_tokens] long,
+    padded with :data:`NO_TOKEN`, and the lookup ``nodes`` each is worth: the whole branch, or none
+    where there is no proposal (the drafter's drafts a branch holds there were rarely right)."""
+
+    tokens: torch.Tensor
+    nodes: list[int]
+
+    @classmethod
+    def of(cls, proposals: Sequence[list[int]], num_tokens: int) -> Proposals:
+        """``proposals`` (each at most ``num_tokens`` tokens), padded."""
+        tokens = torch.tensor(
+            [proposal + [NO_TOKEN] * (num_tokens - len(proposal)) for proposal in proposals],
+            dtype=torch.long,
+        ).view(len(proposals), num_tokens)
+        return cls(tokens, [num_tokens if proposal else 0 for proposal in proposals])
+
+    def step_nodes(self) -> int:
+        """The branch a step verifying all of them gives its tree: what the best proposal is worth."""
+        return max(self.nodes, default=0)
 
 
 class NgramIndex:
@@ -85,9 +111,8 @@ class RequestLookups:
     def __init__(self) -> None:
         self.indexes: dict[str, NgramIndex] = {}
 
-    def proposals(self, contexts: Sequence[tuple[str, Sequence[int]]], num_tokens: int) -> torch.Tensor:
-        """[len(contexts), num_tokens] long: each (request id, committed tokens)'s proposal, padded
-        with :data:`NO_TOKEN`."""
+    def proposals(self, contexts: Sequence[tuple[str, Sequence[int]]], num_tokens: int) -> Proposals:
+        """Each (request id, committed tokens)'s proposal of up to ``num_tokens`` tokens."""
         kept: dict[str, NgramIndex] = {}
         proposals = []
         for rid, tokens in contexts:
@@ -99,24 +124,16 @@ class RequestLookups:
             kept[rid] = index
             proposals.append(index.propose(num_tokens))
         self.indexes = kept
-        return padded(proposals, num_tokens)
+        return Proposals.of(proposals, num_tokens)
 
 
-def proposals_along(context: Sequence[int], first: int, num_tokens: int) -> torch.Tensor:
-    """[len(context) - first, num_tokens] long: the proposal after every prefix ``context[: a + 1]``
-    for ``a`` from ``first`` on (a replay's anchors), padded with :data:`NO_TOKEN`."""
+def proposals_along(context: Sequence[int], first: int, num_tokens: int) -> Proposals:
+    """The proposal after every prefix ``context[: a + 1]`` for ``a`` from ``first`` on (a replay's
+    anchors): ``len(context) - first`` rows."""
     index = NgramIndex()
     index.extend(context[:first])
     proposals = []
     for anchor in range(first, len(context)):
         index.extend(context[anchor : anchor + 1])
         proposals.append(index.propose(num_tokens))
-    return padded(proposals, num_tokens)
-
-
-def padded(proposals: Sequence[list[int]], num_tokens: int) -> torch.Tensor:
-    """[len(proposals), num_tokens] long: the proposals (each at most ``num_tokens`` tokens), padded
-    with :data:`NO_TOKEN`."""
-    return torch.tensor(
-        [proposal + [NO_TOKEN] * (num_tokens - len(proposal)) for proposal in proposals], dtype=torch.long
-    ).view(len(proposals), num_tokens)
+    return Proposals.of(proposals, num_tokens)

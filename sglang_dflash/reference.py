@@ -203,7 +203,9 @@ def spec_generate(
     it has none, as SGLang), and a seeded row's output is the same in any batch.  ``tree`` verifies
     a token tree of the drafts instead of their chain (:mod:`sglang_dflash.tree`; rows without
     penalties and a DFlash drafter only; a sampled row commits the target's draw after each node,
-    so a seeded row's tokens are those of its plain sampled decoding with the same seed).
+    so a seeded row's tokens are those of its plain sampled decoding with the same seed); its
+    lookup branch, if any, is verified at the steps where some row has a proposal
+    (:meth:`sglang_dflash.lookup.Proposals.step_nodes`), as a server verifies it.
     """
     block_size = block_size or drafter.block_size
     _check_inputs(target, drafter, prompts, block_size)
@@ -272,12 +274,15 @@ def spec_generate(
                 target, drafter, block, pos, tcache, dcache, batch, draws, penalties
             )
         else:
-            proposals = None  # a tree without a lookup branch indexes no context
+            step_tree, proposals = tree, None  # a tree without a lookup branch indexes no context
             if tree.lookup:
+                # The branch where some row has a proposal, the tree alone elsewhere (as a server).
                 contexts = [(str(r), list(prompts[r]) + tokens[r]) for r in rows.tolist()]
-                proposals = lookups.proposals(contexts, tree.lookup)
+                found = lookups.proposals(contexts, tree.lookup)
+                step_tree = tree.cut_lookup(found.step_nodes())
+                proposals = found.tokens[:, : step_tree.lookup]
             num_correct_drafts, emitted, committed, pos, out = _tree_step(
-                target, drafter, tree, block, seq_lens, tcache, dcache, batch, draws, proposals
+                target, drafter, step_tree, block, seq_lens, tcache, dcache, batch, draws, proposals
             )
         accept_lens = num_correct_drafts + 1
         # Commit the accepted columns (KV + context features); the others are masked out.

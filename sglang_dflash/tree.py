@@ -136,6 +136,18 @@ class DraftTree:
         parents = self.parents + (0,) + tuple(range(first, first + num_nodes - 1))
         return DraftTree(parents, self.ranks + (self.max_rank + 1,) * num_nodes, num_nodes)
 
+    def cut_lookup(self, num_nodes: int) -> DraftTree:
+        """This tree with its lookup branch cut to its first ``num_nodes`` nodes (0: no branch)."""
+        if not 0 <= num_nodes <= self.lookup:
+            raise ValueError(
+                f"DraftTree.cut_lookup: num_nodes is {num_nodes}; expected 0 .. {self.lookup} "
+                "(the tree's lookup branch)"
+            )
+        if num_nodes == self.lookup:
+            return self
+        end = len(self.parents) - self.lookup + num_nodes
+        return DraftTree(self.parents[:end], self.ranks[:end], num_nodes)
+
     def place_lookup(self, drafts: torch.Tensor, proposals: torch.Tensor | None) -> torch.Tensor:
         """Node drafts [bs, N] with the lookup branch's nodes taking ``proposals`` [bs, lookup]
         (token ids; :data:`sglang_dflash.lookup.NO_TOKEN` keeps the drafter's; a tree without a

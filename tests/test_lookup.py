@@ -6,7 +6,7 @@ import random
 import pytest
 import torch
 
-from sglang_dflash.lookup import NO_TOKEN, NgramIndex, RequestLookups, proposals_along, propose
+from sglang_dflash.lookup import NO_TOKEN, NgramIndex, Proposals, RequestLookups, proposals_along, propose
 
 
 def test_a_proposal_follows_the_latest_earlier_occurrence_of_the_longest_suffix():
@@ -42,23 +42,32 @@ def test_a_replays_proposals_are_the_plain_searchs_after_every_anchor():
     rng = random.Random(5)
     context = [rng.randrange(8) for _ in range(60)]
     along = proposals_along(context, 20, 4)
-    assert along.shape == (40, 4)
+    assert along.tokens.shape == (40, 4) and len(along.nodes) == 40
     for row, anchor in enumerate(range(20, 60)):
         expected = propose(context[: anchor + 1], 4)
-        assert along[row].tolist() == expected + [NO_TOKEN] * (4 - len(expected))
+        assert along.tokens[row].tolist() == expected + [NO_TOKEN] * (4 - len(expected))
+        assert along.nodes[row] == (4 if expected else 0)
 
 
 def test_request_lookups_follow_each_request_and_forget_the_ones_a_step_no_longer_carries():
     lookups = RequestLookups()
     first = [1, 2, 3, 1, 2]
     out = lookups.proposals([("a", first), ("b", [7, 8])], 3)
-    assert out.tolist() == [[3, 1, 2], [NO_TOKEN] * 3]
-    assert out.dtype == torch.long
+    assert out.tokens.tolist() == [[3, 1, 2], [NO_TOKEN] * 3] and out.nodes == [3, 0]
+    assert out.tokens.dtype == torch.long and out.step_nodes() == 3
     # "a" grows by two committed tokens: its index extends (no rebuild), "b" is gone.
     index = lookups.indexes["a"]
     out = lookups.proposals([("a", first + [3, 1])], 2)
     assert lookups.indexes["a"] is index and set(lookups.indexes) == {"a"}
-    assert out.tolist() == [propose(first + [3, 1], 2)] == [[2, 3]]
+    assert out.tokens.tolist() == [propose(first + [3, 1], 2)] == [[2, 3]]
     # A context that is no longer an extension of the indexed one (a reused id) is indexed anew.
     out = lookups.proposals([("a", [5, 6, 5])], 2)
-    assert lookups.indexes["a"] is not index and out.tolist() == [[6, 5]]
+    assert lookups.indexes["a"] is not index and out.tokens.tolist() == [[6, 5]]
+
+
+def test_a_step_verifies_the_branch_where_some_request_has_a_proposal():
+    proposals = Proposals.of([[], [3, 4]], 8)
+    assert proposals.nodes == [0, 8] and proposals.step_nodes() == 8
+    assert proposals.tokens.tolist() == [[NO_TOKEN] * 8, [3, 4] + [NO_TOKEN] * 6]
+    assert Proposals.of([[], []], 8).step_nodes() == 0
+    assert Proposals.of([], 8).step_nodes() == 0 and Proposals.of([], 8).tokens.shape == (0, 8)

@@ -104,6 +104,21 @@ def test_the_lookup_modes_are_their_base_mode_with_another_branch(same_load, mod
     assert modes[mode] == {"SGLANG_DFLASH_PROMPT_LOOKUP": lookup} and modes[base] == {}
 
 
+def test_the_fixed_lookup_mode_verifies_the_branch_at_every_step(same_load):
+    assert same_load.mode_flags("dflash-lookup-fixed", "drafter", None) == same_load.mode_flags(
+        "dflash", "drafter", None
+    )
+    assert same_load.WHOLE_BLOCK_MODES["dflash-lookup-fixed"] == {"SGLANG_DFLASH_LOOKUP_BY_PROPOSAL": "0"}
+
+
+def test_servers_keep_the_memory_they_touched_unless_told_otherwise(same_load):
+    tuned = same_load.server_env("dflash-lookup-fixed", "0-1", "p.json", "tuned")
+    assert tuned["MALLOC_MMAP_THRESHOLD_"] == str(32 << 20) and tuned["SGLANG_DFLASH_PROFILE"] == "p.json"
+    assert tuned["SGLANG_DFLASH_LOOKUP_BY_PROPOSAL"] == "0" and tuned["SGLANG_CPU_OMP_THREADS_BIND"] == "0-1"
+    plain = same_load.server_env("plain", "0", None, "default")
+    assert plain == {"SGLANG_CPU_OMP_THREADS_BIND": "0"}
+
+
 def test_the_dtype_flag_comes_after_the_cpu_servers_float32(same_load):
     flags = same_load.server_flags("adaptive", "bfloat16", "drafter", None)
     assert flags[flags.index("--dtype") + 1] == "bfloat16"

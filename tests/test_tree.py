@@ -7,12 +7,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from sglang_dflash import SamplingParams, load_drafter, spec_generate
+from sglang_dflash import SamplingParams, load_drafter, reference, spec_generate
 from sglang_dflash import tree as tree_module
 from sglang_dflash.serving.tree_verify import (
     DEFAULT_LOOKUP_MAX_ROWS,
     DEFAULT_PROMPT_LOOKUP,
     DEFAULT_TREE_MAX_ROWS,
+    LOOKUP_BY_PROPOSAL_ENV,
     LOOKUP_MAX_ROWS_ENV,
     PROMPT_LOOKUP_ENV,
     TREE_FIRST_DEPTH_ENV,
@@ -24,6 +25,7 @@ from sglang_dflash.serving.tree_verify import (
     TreeWalk,
     VerifyTrees,
     commit_path_slots,
+    lookup_by_proposal_setting,
     lookup_max_rows_setting,
     names_tree_file,
     path_order,
@@ -144,6 +146,10 @@ def test_a_lookup_branch_is_a_chain_from_the_root_one_rank_past_the_trees():
     with pytest.raises(ValueError, match="has a lookup branch of 2 nodes already"):
         tree.with_lookup(1)
     assert tree.with_lookup(0) == tree  # eval-tau --tree of a file with its own branch, no --prompt-lookup
+    assert tree.cut_lookup(2) is tree and tree.cut_lookup(0) == FORK
+    assert tree.cut_lookup(1) == FORK.with_lookup(1)
+    with pytest.raises(ValueError, match=r"cut_lookup: num_nodes is 3; expected 0 .. 2"):
+        tree.cut_lookup(3)
 
 
 @pytest.mark.parametrize(
@@ -300,9 +306,29 @@ def test_replayed_tree_steps_equal_the_tree_decoders(setup, fitted, which, looku
     tokens = spec_generate(target, drafter, prompts[:6], SamplingParams(max_new_tokens=40)).token_ids
     stop = max(set(t for row in tokens for t in row[4:12]), key=lambda t: sum(row.count(t) for row in tokens))
     params = SamplingParams(max_new_tokens=24, stop_token_ids=(stop,))
-    decoded = spec_generate(target, drafter, prompts[:8], params, tree=fitted)
-    replayed = replay_spec(target, drafter, prompts[:8], decoded.token_ids, params, tree=fitted)
-    assert replayed.accept_lens == decoded.accept_lens
+    if lookup:  # a step's branch is its batch's best proposal's: a replay is each request alone
+        alone = [spec_generate(target, drafter, [p], params, tree=fitted) for p in prompts[:8]]
+        tokens, accept_lens = [a.token_ids[0] for a in alone], [a.accept_lens[0] for a in alone]
+    else:
+        decoded = spec_generate(target, drafter, prompts[:8], params, tree=fitted)
+        tokens, accept_lens = decoded.token_ids, decoded.accept_lens
+    replayed = replay_spec(target, drafter, prompts[:8], tokens, params, tree=fitted)
+    assert replayed.accept_lens == accept_lens
+
+
+def test_a_decoders_lookup_branch_is_cut_each_step_to_its_best_proposal(setup, fitted, monkeypatch):
+    """Steps whose requests have no proposal verify the tree alone; the others its whole branch."""
+    target, drafter, prompts = setup
+    verified = []
+    step = reference._tree_step
+
+    def recording_step(target, drafter, tree, *args):
+        verified.append(tree.lookup)
+        return step(target, drafter, tree, *args)
+
+    monkeypatch.setattr(reference, "_tree_step", recording_step)
+    spec_generate(target, drafter, prompts[:1], SamplingParams(max_new_tokens=40), tree=fitted.with_lookup(3))
+    assert set(verified) == {0, 3}, verified
 
 
 def test_block_ranks_give_the_chains_runs_of_zeros(setup):
@@ -697,11 +723,35 @@ def test_a_steps_lookup_branch_is_cut_to_the_rows_budget():
     assert trees.for_step(8, False).tree == SMALL and trees.for_step(64, False).tree == SMALL
     served = trees.for_step(3, False)
     assert torch.equal(served.mask, SMALL.with_lookup(5).ancestor_mask())
-    # A block without room for a branch, no branch asked for, or a tree file's own: as it is.
+    # A block without room for a branch, or no branch asked for: the tree as it is.
     assert VerifyTrees(FORK, None, "cpu", lookup=8, block_size=4).for_step(1, False).tree == FORK
     assert VerifyTrees(FORK, None, "cpu", lookup=0).for_step(1, False).tree == FORK
+    # A tree file's own branch (the setting does not lengthen it) is cut as any.
     own = FORK.with_lookup(2)
-    assert VerifyTrees(own, None, "cpu", lookup=8, lookup_max_rows=1).for_step(1, False).tree == own
+    assert VerifyTrees(own, None, "cpu", lookup=8).for_step(1, False).tree == own
+    assert VerifyTrees(own, None, "cpu", lookup=8, lookup_max_rows=1).for_step(1, False).tree == FORK
+
+
+def test_a_steps_lookup_branch_is_no_longer_than_its_proposals_ask():
+    """The branch a step's proposals ask for (Proposals.step_nodes), within the rows budget."""
+    trees = VerifyTrees(FORK, SMALL, "cpu", lookup=8, block_size=16, lookup_max_rows=24)
+    assert trees.for_step(1, False, wanted_branch=0).tree == FORK
+    assert trees.for_step(1, True, wanted_branch=4).tree == FORK.with_lookup(4)
+    assert trees.for_step(1, False, wanted_branch=8).tree == FORK.with_lookup(8)
+    assert trees.for_step(3, False, wanted_branch=8).tree == SMALL.with_lookup(5)  # the budget's
+    assert trees.for_step(3, False, wanted_branch=2).tree == SMALL.with_lookup(2)
+
+
+def test_a_branch_only_where_a_proposal_is_the_default_and_0_turns_it_off(monkeypatch):
+    monkeypatch.delenv(LOOKUP_BY_PROPOSAL_ENV, raising=False)
+    assert lookup_by_proposal_setting() is True
+    monkeypatch.setenv(LOOKUP_BY_PROPOSAL_ENV, "0")
+    assert lookup_by_proposal_setting() is False
+    monkeypatch.setenv(LOOKUP_BY_PROPOSAL_ENV, "no")
+    with pytest.raises(
+        ValueError, match=r"SGLANG_DFLASH_LOOKUP_BY_PROPOSAL is 'no'; expected '1' \(default\) or '0'"
+    ):
+        lookup_by_proposal_setting()
 
 
 def test_the_lookup_rows_budget_comes_from_the_environment(monkeypatch):

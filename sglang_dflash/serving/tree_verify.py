@@ -53,6 +53,10 @@ DEFAULT_PROMPT_LOOKUP = 8
 # 1.37-1.45x without it) and lost at sixteen (208 rows; bench/README.md, "A lookup branch").
 LOOKUP_MAX_ROWS_ENV = "SGLANG_DFLASH_LOOKUP_MAX_ROWS"
 DEFAULT_LOOKUP_MAX_ROWS = 64
+# A step verifies its lookup branch only where some request of its batch has a proposal ("1",
+# default: the tree alone where none has; sglang_dflash.lookup.Proposals) or at every step within
+# the rows budget ("0": the drafter's drafts where no request has a proposal, as served before).
+LOOKUP_BY_PROPOSAL_ENV = "SGLANG_DFLASH_LOOKUP_BY_PROPOSAL"
 
 
 def prompt_lookup_setting() -> int:
@@ -73,6 +77,14 @@ def lookup_max_rows_setting() -> int:
     if not (value.isdigit() and int(value) >= 1):
         raise ValueError(f"sglang-dflash: {LOOKUP_MAX_ROWS_ENV} is {value!r}; expected a whole number >= 1")
     return int(value)
+
+
+def lookup_by_proposal_setting() -> bool:
+    """``SGLANG_DFLASH_LOOKUP_BY_PROPOSAL``: whether a step verifies its lookup branch only where
+    some request has a proposal (on unless "0")."""
+    from .worker import env_switch  # the servers' on/off parser (its module loads SGLang)
+
+    return env_switch(LOOKUP_BY_PROPOSAL_ENV)
 
 
 def with_lookup_branch(tree: DraftTree | None, num_nodes: int, block_size: int) -> DraftTree | None:
@@ -389,14 +401,21 @@ class VerifyTrees:
             for sampled in (False, True)
         }
 
-    def for_step(self, bs: int, sampled: bool) -> ServedTree | None:
-        """The tree a step of ``bs`` requests verifies (``sampled``: with sampled rows), or None."""
+    def for_step(self, bs: int, sampled: bool, wanted_branch: int | None = None) -> ServedTree | None:
+        """The tree a step of ``bs`` requests verifies (``sampled``: with sampled rows), or None;
+        its lookup branch at most ``wanted_branch`` nodes (what the step's proposals are worth,
+        :meth:`sglang_dflash.lookup.Proposals.step_nodes`; None: as many as the budget allows)."""
         limit = self.max_requests[sampled]
         use_narrow = self.narrow is not None and (limit is None or bs <= limit)
         forms = self.narrow if use_narrow else self.wide
         if forms is None:
             return None
-        return forms[self.branch_nodes(bs, forms[0].tree.num_nodes, len(forms) - 1)]
+        nodes = self.branch_nodes(bs, forms[0].tree.num_nodes, len(forms) - 1)
+        return forms[nodes if wanted_branch is None else min(nodes, wanted_branch)]
+
+    def is_wide(self, served: ServedTree) -> bool:
+        """Whether ``served`` is a form of the wide-batch tree (a step profile counts its steps)."""
+        return any(served is form for form in self.wide or ())
 
     def branch_nodes(self, bs: int, tree_nodes: int, most: int) -> int:
         """The lookup branch a step of ``bs`` requests gives a tree of ``tree_nodes``: ``most``
@@ -408,13 +427,11 @@ def _served_branches(
     tree: DraftTree | None, lookup: int, block_size: int, device: torch.device | str
 ) -> list[ServedTree] | None:
     """``tree`` served with a lookup branch of 0, 1, ... up to ``lookup`` nodes (as many as the
-    block holds: :func:`with_lookup_branch`); a tree file's own branch only as it is."""
+    block holds: :func:`with_lookup_branch`), or up to its own (a tree file's)."""
     if tree is None:
         return None
     full = with_lookup_branch(tree, lookup, block_size)
-    if tree.lookup or full is tree:
-        return [ServedTree.on(tree, device)]
-    return [ServedTree.on(tree.with_lookup(k), device) for k in range(full.lookup + 1)]
+    return [ServedTree.on(full.cut_lookup(k), device) for k in range(full.lookup + 1)]
 
 
 # lm_head rows a call of the packed few-row product scores for about the cost of reading the weight

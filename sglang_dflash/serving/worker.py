@@ -54,7 +54,7 @@ from ..grammar import BlockGrammar
 from ..kernels import small_batch_linear
 from ..kernels.block_attention import BlockMasks
 from ..kernels.small_batch_linear import small_batch_linears
-from ..lookup import RequestLookups
+from ..lookup import Proposals, RequestLookups
 from ..token_map import read_token_map
 from .inject import ContextInjector
 from .outputs import DeferredLogits, FinalHiddenStates, committed_logprobs
@@ -79,6 +79,7 @@ from .tree_verify import (
     check_gpu_tree_target,
     commit_path_slots,
     logits_left_alone,
+    lookup_by_proposal_setting,
     lookup_max_rows_setting,
     path_order,
     plan_tree_walk,
@@ -910,6 +911,7 @@ class DFlashWorker(BaseSpecWorker):
             lookup_max_rows_setting(),
         )
         self.lookups = RequestLookups()  # the trees' lookup branches: each request's n-gram index
+        self.lookup_by_proposal = lookup_by_proposal_setting()
         self.tree_gate = SecondPassGate(second_pass_policy())  # the tree's own: other passes, gains
         self.final_hidden = FinalHiddenStates(target_worker.model_runner)
         self.mask_drafts = mask_drafts_setting()
@@ -1066,6 +1068,7 @@ class DFlashWorker(BaseSpecWorker):
         sampling: spec.BatchSampling,
         served: ServedTree,
         started: float,
+        proposals: Proposals | None,
     ) -> GenerationBatchResult:
         """One step that verifies ``served``, a tree (:mod:`.tree_verify`), instead of the chain.
 
@@ -1076,7 +1079,8 @@ class DFlashWorker(BaseSpecWorker):
         the tree is scored in one pass and walked in tensor ops over the target's token after every
         node (:meth:`DraftTree.target_tokens`: a sampled row's draw), nothing read back to the
         host; a GPU's tree mask is the split-KV kernel's armed block mask.  ``started``: when the
-        step began (what the tree's second-pass gate and the width policy time it from)."""
+        step began (what the tree's second-pass gate and the width policy time it from);
+        ``proposals``: the batch's lookup proposals where the tree has a lookup branch."""
         tree, block_size, bs = served.tree, self.block_size, batch.batch_size()
         width, seq_lens, passes = tree.num_nodes, batch.seq_lens, BlockPasses()
         on_gpu = seq_lens.device.type != "cpu"
@@ -1108,8 +1112,7 @@ class DFlashWorker(BaseSpecWorker):
                 if hot_ids is not None:
                     drafts = hot_ids[drafts]  # columns of the hot vocabulary -> token ids
                 if tree.lookup:
-                    proposals = self.lookups.proposals(request_contexts(batch), tree.lookup)
-                    drafts = tree.place_lookup(drafts, proposals)
+                    drafts = tree.place_lookup(drafts, proposals.tokens[:, : tree.lookup])
                 nodes = torch.cat([block[:, :1], drafts.to(block.dtype)], dim=1)
             slots = verify_slots(out_cache_loc, bs, width).view(bs, width)
             node_positions = tree.node_positions(seq_lens)
@@ -1162,6 +1165,8 @@ class DFlashWorker(BaseSpecWorker):
 
             with self.profiler.phase("verify_ms"):
                 self.profiler.count("tree_steps", 1)
+                if self.verify_trees.is_wide(served):
+                    self.profiler.count("wide_tree_steps", 1)
                 everyone = torch.arange(bs, device=nodes.device)
                 began = time.perf_counter()
                 first_aux, first_argmax = tree_pass(everyone, 0, split)
@@ -1288,15 +1293,24 @@ class DFlashWorker(BaseSpecWorker):
             batch, sampling, penalties is not None, grammar is not None
         ):
             served = None
+        proposals = None
+        if served is not None and served.tree.lookup:
+            # The branch where some request has a proposal, the tree alone where none has.
+            with self.profiler.phase("draft_ms"):
+                proposals = self.lookups.proposals(request_contexts(batch), served.tree.lookup)
+            if self.lookup_by_proposal:
+                served = self.verify_trees.for_step(bs, not sampling.all_greedy, proposals.step_nodes())
         if self.width_policy is not None:
             # The policy chooses between plain decoding and the tree where a tree may run.
             choice = self.width_policy.choose(bs, None if served is None else TreeStep(served.tree.num_nodes))
             if isinstance(choice, TreeStep):  # trees run at TP 1 only: no ranks to agree with
-                return self._decode_tree(batch, on_publish, out_cache_loc, sampling, served, started)
+                return self._decode_tree(
+                    batch, on_publish, out_cache_loc, sampling, served, started, proposals
+                )
             # Timed per rank, so the ranks' choices can differ: rank 0's is everyone's.
             width = agree_int(choice, self.tp_shard, self.device)
         elif served is not None:
-            return self._decode_tree(batch, on_publish, out_cache_loc, sampling, served, started)
+            return self._decode_tree(batch, on_publish, out_cache_loc, sampling, served, started, proposals)
         # Greedy acceptance reads one logits row per committed token; sampling, or anything that
         # changes or reports the logits, needs them all.
         left_alone = logits_left_alone(batch, penalties is not None, grammar is not None)

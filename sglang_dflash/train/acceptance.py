@@ -29,7 +29,7 @@ from torch import nn
 from tqdm import tqdm
 
 from ..draft_model import DFlashDraftModel
-from ..lookup import proposals_along
+from ..lookup import NO_TOKEN, proposals_along
 from ..reference import SpecResult, spec_generate
 from ..speculative import SamplingParams
 from ..tree import DraftTree, last_match
@@ -225,14 +225,16 @@ def block_hits(
     ``k - 1`` drafts were right (the lm_head is most of the cost).  With a ``tree``
     (:mod:`sglang_dflash.tree`), a draft is right when some child of the node reached so far drafts
     the response's token (the node's rank among the position's logits, taken as the decoder does;
-    a lookup branch's node, the context's proposal where it has one, :mod:`sglang_dflash.lookup`).
+    a lookup branch's node, the context's proposal; no branch where the context has none, as
+    when the request decodes alone: :mod:`sglang_dflash.lookup`).
     """
     lm_head = target.get_output_embeddings()
     children = None if tree is None else tree.children_table(lm_head.weight.device)
     lookup = tree.lookup if tree is not None else 0
     if lookup:  # per anchor, the proposal its block's lookup branch verifies
-        proposals = proposals_along(list(prompt) + list(response), len(prompt), lookup)
-        proposals = proposals.to(lm_head.weight.device)
+        along = proposals_along(list(prompt) + list(response), len(prompt), lookup)
+        proposals = along.tokens.to(lm_head.weight.device)
+        wanted = torch.tensor(along.nodes, device=lm_head.weight.device)
     hits, first = [], 0
     for hidden, labels in _block_passes(target, drafter, prompt, response):
         run = torch.zeros(labels.shape[0], dtype=torch.long, device=labels.device)
@@ -244,9 +246,11 @@ def block_hits(
             else:
                 top = logits.topk(children.shape[1], dim=-1).indices
                 if lookup and k <= lookup:
-                    # Only the root and the branch's nodes have a child of the branch's rank.
+                    # Only the root and the branch's nodes have a child of the branch's rank; an
+                    # anchor without a proposal has no branch (it decodes alone).
                     proposed = proposals[first + rows, k - 1]
                     top[:, -1] = torch.where(proposed >= 0, proposed, top[:, -1])
+                    top[:, -1] = torch.where(wanted[first + rows] >= k, top[:, -1], NO_TOKEN)
                 candidates = children[node[rows]]  # [rows, ranks]: child node per rank, -1 if none
                 match = (top == labels[rows, k][:, None]) & (candidates >= 0)
                 right = match.any(1)

@@ -4,11 +4,9 @@ running-request slots and no staged verify's second pass (``SGLANG_DFLASH_SECOND
 request whose drafts 1-4 all match commits 4 tokens), on CPU, against plain decoding (shared setup:
 conftest.py).  The shipped drafter's trees verify greedy steps, the defaults: its 8-node
 ``verify-tree.json`` one request at a time, its 5-node ``wide-batch-tree.json`` more, each with an
-8-node lookup branch (``SGLANG_DFLASH_PROMPT_LOOKUP``)."""
+lookup branch of up to 8 nodes (``SGLANG_DFLASH_PROMPT_LOOKUP``)."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 from cpu_server import HOT_VOCABULARY
@@ -23,10 +21,7 @@ from serving_checks import (
     dflash_server,
     profile_counts,
     profile_width_steps,
-    served_tree_widths,
 )
-
-from sglang_dflash.tree import WIDE_TREE_FILE
 
 pytestmark = pytest.mark.slow
 NAME = "sync+chunked"
@@ -59,17 +54,22 @@ def server(smollm2, drafter, reference, tmp_path_factory):
 @pytest.mark.parametrize("concurrency", [1, 8])
 def test_greedy_output_equals_plain_decoding(server, prompts, reference, drafter, concurrency):
     shipped = drafter[1] == "shipped"
-    wide_widths = served_tree_widths(os.path.join(drafter[0], WIDE_TREE_FILE)) if shipped else set()
-    before = profile_counts(server, "tree_steps", "second_pass_requests")
-    wide_before = profile_width_steps(server, wide_widths)
+    counted = ("tree_steps", "wide_tree_steps", "second_pass_requests")
+    before = profile_counts(server, *counted)
+    # One request: the 8-node tree alone where the context proposes nothing, with its whole branch
+    # where a proposal matched 2-3 tokens (never cut by the rows budget at one request).
+    alone_before, whole_before = (profile_width_steps(server, {width}) for width in (8, 16))
     check_greedy_equals_plain(NAME, server, prompts, reference, concurrency, drafter)
-    after = profile_counts(server, "tree_steps", "second_pass_requests")
+    after = profile_counts(server, *counted)
+    if shipped and concurrency == 1:
+        assert profile_width_steps(server, {8}) > alone_before
+        assert profile_width_steps(server, {16}) > whole_before
     assert after["second_pass_requests"] == 0
     if shipped:
         # One request verifies the 8-node tree, more the 5-node wide-batch tree: every step a tree step.
         assert after["tree_steps"] > before["tree_steps"]
     if shipped and concurrency > 1:
-        assert profile_width_steps(server, wide_widths) > wide_before
+        assert after["wide_tree_steps"] > before["wide_tree_steps"]
         # Greedy drafts come from the hot vocabulary's logits alone, mapped back to token ids: a
         # wrong id would stay lossless but be rejected (a random drafter's tau is about 1.0).
         assert SUMMARY[f"{NAME} c={concurrency}"]["tau"] > 1.4
