@@ -279,8 +279,7 @@ def spec_generate(
                 # The branch where some row has a proposal, the tree alone elsewhere (as a server).
                 contexts = [(str(r), list(prompts[r]) + tokens[r]) for r in rows.tolist()]
                 found = lookups.proposals(contexts, tree.lookup)
-                step_tree = tree.cut_lookup(found.step_nodes())
-                proposals = found.tokens[:, : step_tree.lookup]
+                step_tree, proposals = tree.cut_lookup(found.step_nodes()), found.tokens
             num_correct_drafts, emitted, committed, pos, out = _tree_step(
                 target, drafter, step_tree, block, seq_lens, tcache, dcache, batch, draws, proposals
             )
@@ -371,7 +370,7 @@ def _tree_step(
     proposals: torch.Tensor | None,
 ) -> StepOutcome:
     """Draft every tree node from one drafter pass (a lookup branch's nodes: ``proposals``
-    [bs, tree.lookup] where the context has some; None without a branch), verify the tree in one
+    [bs, >= tree.lookup] where the context has some; None without a branch), verify the tree in one
     target pass (each node sees the prefix and its ancestors), walk it with the target's token
     after every node (its argmax, or a sampled row's draw: :meth:`DraftTree.target_tokens`; see
     :func:`_chain_step` for the result)."""

@@ -149,12 +149,13 @@ class DraftTree:
         return DraftTree(self.parents[:end], self.ranks[:end], num_nodes)
 
     def place_lookup(self, drafts: torch.Tensor, proposals: torch.Tensor | None) -> torch.Tensor:
-        """Node drafts [bs, N] with the lookup branch's nodes taking ``proposals`` [bs, lookup]
-        (token ids; :data:`sglang_dflash.lookup.NO_TOKEN` keeps the drafter's; a tree without a
+        """Node drafts [bs, N] with the lookup branch's nodes taking ``proposals`` [bs, >= lookup]
+        (token ids, their first ``lookup`` columns: a step's branch may be cut shorter than the
+        proposals; :data:`sglang_dflash.lookup.NO_TOKEN` keeps the drafter's; a tree without a
         branch takes none)."""
         if not self.lookup:
             return drafts
-        proposals = proposals.to(device=drafts.device, dtype=drafts.dtype)
+        proposals = proposals[:, : self.lookup].to(device=drafts.device, dtype=drafts.dtype)
         branch = drafts[:, -self.lookup :]
         drafts = drafts.clone()
         drafts[:, -self.lookup :] = torch.where(proposals >= 0, proposals, branch)

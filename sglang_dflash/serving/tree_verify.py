@@ -59,24 +59,27 @@ DEFAULT_LOOKUP_MAX_ROWS = 64
 LOOKUP_BY_PROPOSAL_ENV = "SGLANG_DFLASH_LOOKUP_BY_PROPOSAL"
 
 
+def whole_number_setting(name: str, default: int, minimum: int) -> int:
+    """The environment setting ``name`` (``default`` where unset): a whole number >= ``minimum``,
+    anything else refused naming it."""
+    value = os.environ.get(name, str(default)).strip()
+    if not (value.isdigit() and int(value) >= minimum):
+        raise ValueError(f"sglang-dflash: {name} is {value!r}; expected a whole number >= {minimum}")
+    return int(value)
+
+
 def prompt_lookup_setting() -> int:
     """``SGLANG_DFLASH_PROMPT_LOOKUP``: the nodes of the lookup branch every served tree gets
     (:meth:`DraftTree.with_lookup`), default :data:`DEFAULT_PROMPT_LOOKUP`; 0 for none.  A branch
     the drafter's block cannot hold beside a tree is cut to what it holds
     (:func:`with_lookup_branch`)."""
-    value = os.environ.get(PROMPT_LOOKUP_ENV, str(DEFAULT_PROMPT_LOOKUP)).strip()
-    if not value.isdigit():
-        raise ValueError(f"sglang-dflash: {PROMPT_LOOKUP_ENV} is {value!r}; expected a whole number >= 0")
-    return int(value)
+    return whole_number_setting(PROMPT_LOOKUP_ENV, DEFAULT_PROMPT_LOOKUP, 0)
 
 
 def lookup_max_rows_setting() -> int:
     """``SGLANG_DFLASH_LOOKUP_MAX_ROWS``: the rows a step's lookup branch may bring its tree to,
     default :data:`DEFAULT_LOOKUP_MAX_ROWS`."""
-    value = os.environ.get(LOOKUP_MAX_ROWS_ENV, str(DEFAULT_LOOKUP_MAX_ROWS)).strip()
-    if not (value.isdigit() and int(value) >= 1):
-        raise ValueError(f"sglang-dflash: {LOOKUP_MAX_ROWS_ENV} is {value!r}; expected a whole number >= 1")
-    return int(value)
+    return whole_number_setting(LOOKUP_MAX_ROWS_ENV, DEFAULT_LOOKUP_MAX_ROWS, 1)
 
 
 def lookup_by_proposal_setting() -> bool:
@@ -323,12 +326,10 @@ def tree_first_pass_nodes(tree: DraftTree | None) -> int:
     them; "0" (default: a tree step takes few rows, :data:`DEFAULT_TREE_MAX_ROWS`, where one pass
     costs about what a staged first pass does) verifies every node in one pass.  Returns the first
     pass's nodes."""
-    value = os.environ.get(TREE_FIRST_DEPTH_ENV, str(DEFAULT_TREE_FIRST_DEPTH)).strip()
-    if not value.isdigit():
-        raise ValueError(f"sglang-dflash: {TREE_FIRST_DEPTH_ENV} is {value!r}; expected a whole number >= 0")
+    depth = whole_number_setting(TREE_FIRST_DEPTH_ENV, DEFAULT_TREE_FIRST_DEPTH, 0)
     if tree is None:
         return 0
-    split = tree.nodes_to_depth(int(value)) if int(value) > 0 else None
+    split = tree.nodes_to_depth(depth) if depth > 0 else None
     return tree.num_nodes if split is None else split
 
 
@@ -392,7 +393,7 @@ class VerifyTrees:
         lookup_max_rows: int = DEFAULT_LOOKUP_MAX_ROWS,
     ) -> None:
         self.lookup_max_rows = lookup_max_rows
-        # Per tree, its served forms by branch nodes: [k] has a branch of k (a file's own: [0] only).
+        # Per tree, its served forms by branch nodes: [k] has a branch of k (a file's own cut alike).
         self.narrow = _served_branches(verify_tree, lookup, block_size, device)
         self.wide = _served_branches(wide_tree, lookup, block_size, device)
         # Greedy steps (False) and steps with sampled rows (True).

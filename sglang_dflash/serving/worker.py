@@ -1111,8 +1111,8 @@ class DFlashWorker(BaseSpecWorker):
                 drafts = tree.draft_tokens(draft_logits)
                 if hot_ids is not None:
                     drafts = hot_ids[drafts]  # columns of the hot vocabulary -> token ids
-                if tree.lookup:
-                    drafts = tree.place_lookup(drafts, proposals.tokens[:, : tree.lookup])
+                if proposals is not None:
+                    drafts = tree.place_lookup(drafts, proposals.tokens)
                 nodes = torch.cat([block[:, :1], drafts.to(block.dtype)], dim=1)
             slots = verify_slots(out_cache_loc, bs, width).view(bs, width)
             node_positions = tree.node_positions(seq_lens)
