@@ -6,8 +6,9 @@ costs in proportion to the rows (compute-bound) decides which verify widths can 
 and it depends on the CPU and its thread count.  This times the linears of a Llama-shaped model
 (SmolLM2-135M's by default: 30 layers of qkv 960x576, o 576x576, gate_up 3072x576, down 576x1536,
 distinct weights so they stream from memory as in a step) at each row count with ``F.linear`` and
-with the few-row products the worker chooses from (``mm(W, x.T)``, and where torch has MKL the
-packed product, packed for 4 rows and for ``PACK_FOR_ROWS``: ``kernels/small_batch_linear.py``),
+with the few-row products the worker chooses from (``mm(W, x.T)``, where torch has MKL the
+packed product, packed for 4 rows and for ``PACK_FOR_ROWS``, and where it has oneDNN oneDNN's
+GEMM over weights reordered for ``PACK_FOR_ROWS``: ``kernels/small_batch_linear.py``),
 and the same products on one layer's weights kept in cache (GFLOP/s of the kernel itself).
 
     taskset -c 0 python bench/cpu_linear_rows.py --threads 1 --out bench/results/<run>/linear-rows
@@ -48,6 +49,20 @@ def packed_for(pack_rows: int) -> Product:
     return product
 
 
+def onednn_packed_for(pack_rows: int) -> Product:
+    """oneDNN's GEMM over a copy of each weight reordered once for ``pack_rows`` rows (the
+    worker's ``onednn`` product)."""
+    copies: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def product(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        entry = copies.get(id(w))
+        if entry is None or entry[0] is not w:
+            entry = copies[id(w)] = (w, torch.ops.mkldnn._reorder_linear_weight(w, pack_rows))
+        return torch.ops.mkldnn._linear_pointwise(x, entry[1], None, "none", [None], "")
+
+    return product
+
+
 PRODUCTS: dict[str, Product] = {
     "F.linear": lambda x, w: F.linear(x, w),
     "mm(W, x.T)": lambda x, w: torch.mm(w, x.t()),
@@ -56,6 +71,10 @@ if small_batch_linear.packed_available():  # x86 torch builds with MKL
     PACK_NOW = small_batch_linear.PACK_FOR_ROWS
     PRODUCTS["packed for 4 rows"] = packed_for(4)  # the worker's packing before 2026-12-06's second change
     PRODUCTS[f"packed for {PACK_NOW} rows"] = packed_for(PACK_NOW)
+if small_batch_linear.onednn_available():  # torch builds with oneDNN
+    PRODUCTS[f"oneDNN for {small_batch_linear.PACK_FOR_ROWS} rows"] = onednn_packed_for(
+        small_batch_linear.PACK_FOR_ROWS
+    )
 
 
 def median_seconds(run: Callable[[], object], repeats: int) -> float:

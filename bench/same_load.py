@@ -16,7 +16,9 @@ policy's chain widths, as ``--speculative-adaptive`` served them before 2026-12-
 ``SGLANG_DFLASH_PROMPT_LOOKUP=0``, as served before 2026-12-07's lookup branch) and
 ``dflash-lookup4`` (a branch of 4 nodes instead of the default 8) and ``dflash-lookup-fixed`` (the
 branch at its whole length every step within the rows budget, as first served on 2026-12-07:
-``SGLANG_DFLASH_LOOKUP_BY_PROPOSAL=0``); ``w<k>`` or
+``SGLANG_DFLASH_LOOKUP_BY_PROPOSAL=0``); ``dflash-mm`` and ``adaptive-mm`` (the few-row linears
+by ``mm(W, x.T)``, ``SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR=1``, whatever the startup timing would
+choose: on the EPYC of 2026-12-07 what it chose before the oneDNN product); ``w<k>`` or
 ``w<k>+<k>...`` (DFLASH verifying only those widths: the adaptive policy with that width set, no exploration);
 ``adaptive:<k>+<k>...`` (the default policy, exploration included, choosing among those widths);
 ``adaptive@<key>=<json>[@<key>=<json>...]`` (the default policy with those
@@ -53,6 +55,7 @@ from sglang_dflash.adaptive import AdaptiveConfig  # noqa: E402
 from sglang_dflash.bench.engine_run import format_staged_steps, format_width_steps, read_profile  # noqa: E402
 from sglang_dflash.bench.harness import CPU_MALLOCS, with_cpu_malloc  # noqa: E402
 from sglang_dflash.bench.report import agg_pyplot, save_figure, write_markdown  # noqa: E402
+from sglang_dflash.kernels import small_batch_linear  # noqa: E402
 from sglang_dflash.serving.staged_verify import SECOND_PASS_ENV, STAGED_VERIFY_ENV  # noqa: E402
 from sglang_dflash.serving.tree_verify import (  # noqa: E402
     LOOKUP_BY_PROPOSAL_ENV,
@@ -72,12 +75,14 @@ WHOLE_BLOCK_MODES = {
     "dflash-no-lookup": {PROMPT_LOOKUP_ENV: "0"},
     "dflash-lookup4": {PROMPT_LOOKUP_ENV: "4"},
     "dflash-lookup-fixed": {LOOKUP_BY_PROPOSAL_ENV: "0"},
+    "dflash-mm": {small_batch_linear.ENV: "1"},
 }
 # The modes of the default adaptive policy and the environment each runs its server with.
 ADAPTIVE_MODES = {
     "adaptive": {},
     "adaptive-chain": {WIDE_TREE_ENV: "off"},
     "adaptive-no-lookup": {PROMPT_LOOKUP_ENV: "0"},
+    "adaptive-mm": {small_batch_linear.ENV: "1"},
 }
 
 

@@ -137,14 +137,24 @@ def test_the_worker_takes_the_product_startup_timing_chose_unless_told(monkeypat
     assert small_batch_linears_setting("cpu") == "mm" and small_batch_linears_setting("cuda:0") is None
     monkeypatch.setenv(small_batch_linear.ENV, "0")
     assert small_batch_linears_setting("cpu", head) is None
-    monkeypatch.setenv(small_batch_linear.ENV, "packed")
-    for exact in (True, False):
-        monkeypatch.setattr(small_batch_linear, "packed_product_is_exact", lambda exact=exact: exact)
-        if exact:
-            assert small_batch_linears_setting("cpu") == "packed"
-        else:
-            with pytest.raises(ValueError, match="is 'packed', but this torch has no MKL packed GEMM"):
-                small_batch_linears_setting("cpu")
+    for setting, library in (("packed", "MKL"), ("onednn", "oneDNN")):
+        monkeypatch.setenv(small_batch_linear.ENV, setting)
+        for exact in (True, False):
+            checked = []
+
+            def is_exact(rows=None, product="packed", exact=exact, checked=checked):
+                checked.append(product)
+                return exact
+
+            monkeypatch.setattr(small_batch_linear, "packed_product_is_exact", is_exact)
+            if exact:
+                assert small_batch_linears_setting("cpu") == setting
+            else:
+                with pytest.raises(
+                    ValueError, match=f"is '{setting}', but this torch has no {library} packed"
+                ):
+                    small_batch_linears_setting("cpu")
+            assert checked == [setting]  # the product asked for is the one checked
     monkeypatch.setenv(small_batch_linear.ENV, "yes")
     with pytest.raises(ValueError, match="SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR is 'yes'; expected 'auto'"):
         small_batch_linears_setting("cpu")
@@ -152,17 +162,28 @@ def test_the_worker_takes_the_product_startup_timing_chose_unless_told(monkeypat
 
 
 @pytest.mark.parametrize("packed_exact", [True, False])
-def test_auto_takes_the_faster_paying_product_or_none(monkeypatch, packed_exact):
-    """fastest_product: the quicker of mm and packed among those that pay against F.linear (mm
-    under PAYS_BELOW of its time, packed under PACKED_PAYS_BELOW); packed only where MKL's packed
-    product is exact."""
-    monkeypatch.setattr(small_batch_linear, "packed_product_is_exact", lambda: packed_exact)
+@pytest.mark.parametrize("onednn_exact", [True, False])
+def test_auto_takes_the_faster_paying_product_or_none(monkeypatch, packed_exact, onednn_exact):
+    """fastest_product: the quickest of mm, packed and onednn among those that pay against F.linear
+    (mm under PAYS_BELOW of its time, the packed two under PACKED_PAYS_BELOW); a packed product only
+    where its startup check finds it exact."""
+    exact = {"packed": packed_exact, "onednn": onednn_exact}
+    monkeypatch.setattr(
+        small_batch_linear, "packed_product_is_exact", lambda rows=None, product="packed": exact[product]
+    )
     for times, expected in (
-        ({"mm": 8.0, "packed": 6.0}, "packed" if packed_exact else "mm"),  # both pay against 10 ms
-        ({"mm": 6.0, "packed": 8.0}, "mm"),
-        ({"mm": 9.5, "packed": 7.0}, "packed" if packed_exact else None),  # mm is within 10%: no pay
-        ({"mm": 9.5, "packed": 9.5}, "packed" if packed_exact else None),  # packed pays when not slower
-        ({"mm": 9.5, "packed": 10.0}, None),
+        (
+            {"mm": 8.0, "packed": 6.0, "onednn": 7.0},
+            "packed" if packed_exact else "onednn" if onednn_exact else "mm",
+        ),
+        (
+            {"mm": 8.0, "packed": 7.0, "onednn": 5.0},
+            "onednn" if onednn_exact else "packed" if packed_exact else "mm",
+        ),
+        ({"mm": 6.0, "packed": 8.0, "onednn": 8.0}, "mm"),
+        ({"mm": 9.5, "packed": 7.0, "onednn": 11.0}, "packed" if packed_exact else None),  # mm within 10%
+        ({"mm": 9.5, "packed": 12.0, "onednn": 9.8}, "onednn" if onednn_exact else None),  # mm does not pay
+        ({"mm": 9.5, "packed": 10.0, "onednn": 10.5}, None),
     ):
 
         def measured(weights, products, times=times):
@@ -172,36 +193,47 @@ def test_auto_takes_the_faster_paying_product_or_none(monkeypatch, packed_exact)
         product, measured_times = small_batch_linear.fastest_product(torch.randn(8, 4))
         assert product == expected
         assert measured_times["F.linear"] == 10.0 and ("packed" in measured_times) == packed_exact
+        assert ("onednn" in measured_times) == onednn_exact
 
 
 needs_mkl = pytest.mark.skipif(
     not small_batch_linear.packed_available(),
     reason="this torch has no MKL packed GEMM (not an x86 MKL build)",
 )
+needs_onednn = pytest.mark.skipif(
+    not small_batch_linear.onednn_available(),
+    reason="this torch has no oneDNN reordered-weight linear ops",
+)
+# The packed products, each skipped where this torch lacks it.
+PACKED_PRODUCTS = [
+    pytest.param("packed", marks=needs_mkl),
+    pytest.param("onednn", marks=needs_onednn),
+]
 
 
-@needs_mkl
+@pytest.mark.parametrize("product", PACKED_PRODUCTS)
 @pytest.mark.parametrize("shape", [(2, 96), (4, 96), (16, 96), (1, 5, 96), (4, 4, 96)])
-def test_the_packed_product_equals_f_linear_at_2_to_16_rows(shape):
+def test_the_packed_products_equal_f_linear_at_2_to_16_rows(shape, product):
     x = torch.randn(*shape)
     weight = torch.nn.Parameter(torch.randn(200, 96), requires_grad=False)
     bias = torch.randn(200)
-    with small_batch_linears("packed"):
+    with small_batch_linears(product):
         assert small_batch_linear.applies(x, weight)
         out = linear(x, weight, bias)
     assert out.shape == (*shape[:-1], 200)
     assert torch.allclose(out, F.linear(x, weight, bias), atol=1e-4)
-    assert small_batch_linear.packed_product_is_exact()
+    assert small_batch_linear.packed_product_is_exact(product=product)
+    assert (product, id(weight)) in small_batch_linear._packed  # its own product's copy multiplied
 
 
-@needs_mkl
+@pytest.mark.parametrize("product", PACKED_PRODUCTS)
 @pytest.mark.parametrize("rows", [17, 64, 100, 256])
-def test_the_packed_product_takes_a_whole_batchs_block_up_to_256_rows(rows):
-    """Past 16 rows only the packed product applies (mm(W, x.T) loses to F.linear there), and only
+def test_the_packed_products_take_a_whole_batchs_block_up_to_256_rows(rows, product):
+    """Past 16 rows only the packed products apply (mm(W, x.T) loses to F.linear there), and only
     to parameters; past PACKED_MAX_ROWS F.linear takes over."""
     x, plain = torch.randn(rows, 96), torch.randn(200, 96)
     weight = torch.nn.Parameter(plain.clone(), requires_grad=False)
-    with small_batch_linears("packed"):
+    with small_batch_linears(product):
         assert small_batch_linear.applies(x, weight)
         assert not small_batch_linear.applies(x, plain)  # not a parameter: not packed, mm's 16 rows
         assert torch.allclose(linear(x, weight), F.linear(x, weight), atol=1e-4)
@@ -210,55 +242,82 @@ def test_the_packed_product_takes_a_whole_batchs_block_up_to_256_rows(rows):
         assert not small_batch_linear.applies(x, weight)
 
 
-@needs_mkl
-def test_the_startup_check_covers_every_row_count_the_packed_product_takes(monkeypatch):
+@pytest.mark.parametrize("product", PACKED_PRODUCTS)
+def test_the_startup_check_covers_every_row_count_the_packed_product_takes(monkeypatch, product):
     checked = []
-    real = small_batch_linear.packed_product
+    name = "onednn_product" if product == "onednn" else "packed_product"
+    real = getattr(small_batch_linear, name)
 
     def counting(x, weight, bias=None):
         checked.append(x.shape[0])
         return real(x, weight, bias)
 
-    monkeypatch.setattr(small_batch_linear, "packed_product", counting)
-    assert small_batch_linear.packed_product_is_exact()
+    monkeypatch.setattr(small_batch_linear, name, counting)
+    assert small_batch_linear.packed_product_is_exact(product=product)
     assert checked == list(range(small_batch_linear.MIN_ROWS, small_batch_linear.PACKED_MAX_ROWS + 1))
 
 
-@needs_mkl
-def test_packed_copies_are_made_once_and_dropped_with_their_weight_or_an_update():
+@pytest.mark.parametrize("product", PACKED_PRODUCTS)
+def test_packed_copies_are_made_once_and_dropped_with_their_weight_or_an_update(product):
     weight = torch.nn.Parameter(torch.randn(64, 32), requires_grad=False)
     small_batch_linear.forget_packed()
-    first = small_batch_linear.packed_weight(weight)
-    assert small_batch_linear.packed_weight(weight) is first  # kept: packed once
+    first = small_batch_linear.packed_weight(weight, product)
+    assert small_batch_linear.packed_weight(weight, product) is first  # kept: packed once
     weight.data.copy_(torch.randn(64, 32))  # as SGLang's loaders write: the version stays
     small_batch_linear.forget_packed()  # what the weight-update hooks do
     x = torch.randn(4, 32)
-    with small_batch_linears("packed"):
+    with small_batch_linears(product):
         assert torch.allclose(linear(x, weight), F.linear(x, weight), atol=1e-4)  # the new weights
     with torch.no_grad():
         weight.add_(1.0)  # an in-place write that bumps the version repacks by itself
-    with small_batch_linears("packed"):
+    with small_batch_linears(product):
         assert torch.allclose(linear(x, weight), F.linear(x, weight), atol=1e-4)
-    assert len(small_batch_linear._packed) == 1
+    assert list(small_batch_linear._packed) == [(product, id(weight))]
     del weight
     assert len(small_batch_linear._packed) == 0  # no copy outlives its weight
 
 
 @needs_mkl
-def test_timing_keeps_a_packed_copy_only_of_a_parameter():
-    """The startup timing packs the lm_head; only a parameter's copy is used later, so only it stays."""
+@needs_onednn
+def test_forgetting_can_keep_one_products_copies():
+    weight = torch.nn.Parameter(torch.randn(64, 32), requires_grad=False)
     small_batch_linear.forget_packed()
-    small_batch_linear.fastest_product(torch.randn(512, 32))
-    assert len(small_batch_linear._packed) == 0
+    small_batch_linear.packed_weight(weight, "packed")
+    kept = small_batch_linear.packed_weight(weight, "onednn")
+    small_batch_linear.forget_packed(keep="onednn")
+    assert list(small_batch_linear._packed) == [("onednn", id(weight))]
+    assert small_batch_linear.packed_weight(weight, "onednn") is kept
+    small_batch_linear.forget_packed()
+    assert not small_batch_linear._packed
+
+
+@pytest.mark.parametrize("chosen", ["packed", "onednn", "mm", None])
+def test_timing_keeps_only_the_chosen_products_copies_of_parameters(monkeypatch, chosen):
+    """The startup timing packs every weight for each packed product; a step multiplies by the
+    chosen product only, so only its copies stay, and only a parameter's (the weights it packs)."""
+    packs = [p for p in ("packed", "onednn") if small_batch_linear.packed_product_is_exact(product=p)]
+    if chosen in ("packed", "onednn") and chosen not in packs:
+        pytest.skip(f"this torch has no exact {chosen} product to choose")
+    times = {name: 1.0 if name == chosen else 20.0 for name in ("mm", "packed", "onednn")}
+    real = small_batch_linear.fastest_times
+
+    def timed(weights, products, **kwargs):
+        real(weights, products, repeats=1)  # packs as the real timing does
+        return {name: 10.0 if name == "F.linear" else times[name] for name in products}
+
+    monkeypatch.setattr(small_batch_linear, "fastest_times", timed)
+    small_batch_linear.forget_packed()
     head = torch.nn.Parameter(torch.randn(512, 32), requires_grad=False)
-    small_batch_linear.fastest_product(head)
-    assert len(small_batch_linear._packed) == 1
+    assert small_batch_linear.fastest_product([torch.randn(256, 32), head])[0] == chosen
+    expected = [(chosen, id(head))] if chosen in packs else []
+    assert list(small_batch_linear._packed) == expected
 
 
-def test_a_plain_tensor_weight_takes_mm_even_when_packed_is_active():
+@pytest.mark.parametrize("product", ["packed", "onednn"])
+def test_a_plain_tensor_weight_takes_mm_even_when_packed_is_active(product):
     """Only parameters are packed: a weight made per call would be packed per call."""
     x, weight = torch.randn(3, 8), torch.randn(4, 8)
-    with small_batch_linears("packed"):
+    with small_batch_linears(product):
         assert torch.equal(linear(x, weight), few_row_product(x, weight))
 
 
@@ -343,6 +402,8 @@ def test_a_width_1_step_keeps_plain_decodings_product_unless_packed():
 
     assert step_uses_few_row_linears("mm", 4) == step_uses_few_row_linears("mm", 16) == "mm"
     assert step_uses_few_row_linears("packed", 4) == "packed"
+    assert step_uses_few_row_linears("onednn", 4) == "onednn"
     assert step_uses_few_row_linears("mm", 1) is None  # plain decoding's shape: plain decoding's product
     assert step_uses_few_row_linears("packed", 1) == "packed"  # faster than F.linear at any batch
+    assert step_uses_few_row_linears("onednn", 1) == "onednn"
     assert step_uses_few_row_linears(None, 4) is None

@@ -22,11 +22,18 @@ linears) and multiplies by the packed copy: SmolLM2's 30 layers at 4 rows 17 ms 
 costs about a third more memory than the weight (MKL pads its panels), kept beside it for the
 server's life.
 
+On a CPU where MKL's GEMM is slow at any row count (an AMD EPYC, 2026-12-07: SmolLM2's 30 layers
+by ``F.linear`` 37 ms at one row, 55 at 16, 131 at 80), oneDNN's GEMM over a weight reordered
+once (``torch.ops.mkldnn._reorder_linear_weight`` and ``_linear_pointwise``, the ops PyTorch's
+inductor uses for frozen CPU linears through oneDNN) took 21, 27 and 90 ms, the lm_head at 16
+rows 7.6 ms against 20: :func:`onednn_product`, a third "packed" product, kept and timed like
+MKL's (bench/README.md).
+
 The faster product is used only where it is switched on: inside :func:`small_batch_linears` (the
 DFLASH worker's decode step on a CPU device), for float32 CPU tensors of ``MIN_ROWS..MAX_ROWS``
 rows (``PACKED_MAX_ROWS`` for the packed product, a whole batch's blocks), when
 ``SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR`` is ``auto`` (the default) and the startup measurement
-found one faster, or ``1`` (``mm(W, x.T)``) or ``packed``.  Everything else, prefill
+found one faster, or ``1`` (``mm(W, x.T)``), ``packed`` or ``onednn``.  Everything else, prefill
 and plain decoding among it, keeps ``F.linear``.  The products sum in a different order, so
 results differ in the last float32 bits; greedy output stays the target's (the serving tests
 compare it with plain decoding).
@@ -42,13 +49,15 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 import torch.nn.functional as F
 
-ENV = "SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR"  # auto (measured), 1 (mm), packed or 0 (read by the worker)
-SETTINGS = ("auto", "1", "packed", "0")
-MM, PACKED = "mm", "packed"  # the products: mm(W, x.T), and MKL's GEMM over a once-packed weight
+ENV = "SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR"  # auto (measured), 1, packed, onednn or 0 (read by the worker)
+SETTINGS = ("auto", "1", "packed", "onednn", "0")
+# The products: mm(W, x.T), and MKL's and oneDNN's GEMMs over a once-reordered weight.
+MM, PACKED, ONEDNN = "mm", "packed", "onednn"
+PACKED_PRODUCTS = (PACKED, ONEDNN)  # those that keep a reordered copy of each weight
 # The few-row product must beat F.linear by this factor at startup to be used: the two differ by
 # a few percent where neither wins, and a step takes many such products.
 PAYS_BELOW = 0.9
-# The packed product pays wherever it is not slower: it gains least on the lm_head (one weight read
+# A packed product pays wherever it is not slower: it gains least on the lm_head (one weight read
 # from memory, 0.82-1.0 of F.linear's time at 4 rows) and most on the layers' smaller weights
 # (0.70 over SmolLM2's step at 4 rows).  Timed on the lm_head alone against 0.9, it was turned down
 # in 2 of 8 startups on this Xeon, each such server a fifth slower; the worker now times the whole
@@ -58,7 +67,7 @@ MIN_ROWS, MAX_ROWS = 2, 16  # one row is a matrix-vector product already; past 1
 # The packed product keeps beating F.linear far past 16 rows (SmolLM2's 30 layers at 64 rows: 72 ms
 # against 93, at 256: 243 against 259), so it takes the verify and draft blocks of a whole batch.
 PACKED_MAX_ROWS = 256
-# The rows MKL packs a weight for.  The packed copy serves any row count, but its GEMM is tuned to
+# The rows MKL and oneDNN pack a weight for.  The packed copy serves any row count, but its GEMM is tuned to
 # this one: packed for 4 rows, 16 rows cost 44 ms over the 30 layers and 64 rows 93 (F.linear's 46
 # and 93); packed for 128, 36 and 72, 1-8 rows the same (bench/results/2026-12-06-cpu-packed-for-
 # 128-rows/linear-rows).
@@ -77,7 +86,8 @@ _active: str | None = None  # the product inside small_batch_linears, None outsi
 def small_batch_linears(product: bool | str | None = True) -> Iterator[None]:
     """Within the block, :func:`linear` (and the host's hooked linears) use the few-row
     ``product`` for float32 CPU inputs of ``MIN_ROWS`` to :func:`max_rows` rows: ``True`` or ``"mm"``
-    ``mm(W, x.T)``, ``"packed"`` :func:`packed_product`; ``False`` or ``None`` changes nothing."""
+    ``mm(W, x.T)``, ``"packed"`` :func:`packed_product`, ``"onednn"`` :func:`onednn_product`;
+    ``False`` or ``None`` changes nothing."""
     global _active
     previous = _active
     _active = MM if product is True else (product or None)
@@ -97,13 +107,13 @@ def applies(x: torch.Tensor, weight: torch.Tensor) -> bool:
 
 
 def takes_packed(weight: torch.Tensor) -> bool:
-    """Whether ``weight`` takes the packed product now: ``"packed"`` is active and it is a
-    parameter (the weights it packs; a weight made per call would be packed per call)."""
-    return _active == PACKED and isinstance(weight, torch.nn.Parameter)
+    """Whether ``weight`` takes a packed product now: ``"packed"`` or ``"onednn"`` is active and it
+    is a parameter (the weights they pack; a weight made per call would be packed per call)."""
+    return _active in PACKED_PRODUCTS and isinstance(weight, torch.nn.Parameter)
 
 
 def max_rows(weight: torch.Tensor) -> int:
-    """The most rows the active product takes for ``weight``: the packed product's where
+    """The most rows the active product takes for ``weight``: a packed product's where
     :func:`takes_packed`, ``mm(W, x.T)``'s otherwise."""
     return PACKED_MAX_ROWS if takes_packed(weight) else MAX_ROWS
 
@@ -117,9 +127,10 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 
 def few_row_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """``x @ weight.T (+ bias)`` by the active product, for callers that checked :func:`applies`:
-    :func:`packed_product` for parameters when ``"packed"`` is active, ``mm(weight, x.T).T`` else."""
+    :func:`packed_product` or :func:`onednn_product` for parameters when ``"packed"`` or
+    ``"onednn"`` is active, ``mm(weight, x.T).T`` else."""
     if takes_packed(weight):
-        return packed_product(x, weight, bias)
+        return (onednn_product if _active == ONEDNN else packed_product)(x, weight, bias)
     return mm_product(x, weight, bias)
 
 
@@ -132,39 +143,59 @@ def mm_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None 
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
-def packed_available() -> bool:
-    """Whether this torch has MKL's packed GEMM ops (x86 builds with MKL; not ARM)."""
-    mkl = getattr(torch.ops, "mkl", None)
+def _has_ops(library_available: Callable[[], bool], namespace: str, ops: tuple[str, ...]) -> bool:
+    """Whether ``library_available()`` and ``torch.ops.<namespace>`` has every op of ``ops``."""
+    table = getattr(torch.ops, namespace, None)
     try:
-        return torch.backends.mkl.is_available() and all(
-            hasattr(mkl, op) for op in ("_mkl_reorder_linear_weight", "_mkl_linear")
-        )
+        return library_available() and all(hasattr(table, op) for op in ops)
     except RuntimeError:  # an op namespace without the op
         return False
 
 
-# id(weight) -> (a weak reference to it, its version when packed, the packed copy).  Weights are
-# parameters that live as long as the server; the weak reference drops the entry with the weight,
-# and the version repacks a weight written in place (a weight update).
-_packed: dict[int, tuple[weakref.ref, int, torch.Tensor]] = {}
+def packed_available() -> bool:
+    """Whether this torch has MKL's packed GEMM ops (x86 builds with MKL; not ARM)."""
+    return _has_ops(torch.backends.mkl.is_available, "mkl", ("_mkl_reorder_linear_weight", "_mkl_linear"))
 
 
-def packed_weight(weight: torch.Tensor) -> torch.Tensor:
-    """MKL's packed copy of ``weight`` ([N, K] float32), made on first use and kept."""
-    key = id(weight)
+def onednn_available() -> bool:
+    """Whether this torch has oneDNN's reordered-weight linear ops (builds with oneDNN)."""
+    return _has_ops(
+        torch.backends.mkldnn.is_available, "mkldnn", ("_reorder_linear_weight", "_linear_pointwise")
+    )
+
+
+# (product, id(weight)) -> (a weak reference to it, its version when packed, the packed copy).
+# Weights are parameters that live as long as the server; the weak reference drops the entry with
+# the weight, and the version repacks a weight written in place (a weight update).
+_packed: dict[tuple[str, int], tuple[weakref.ref, int, torch.Tensor]] = {}
+
+
+def _reorder(weight: torch.Tensor, product: str) -> torch.Tensor:
+    """``weight`` reordered for ``product``'s GEMM, tuned to :data:`PACK_FOR_ROWS` rows."""
+    if product == ONEDNN:
+        return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), PACK_FOR_ROWS)
+    return torch.ops.mkl._mkl_reorder_linear_weight(weight.detach(), PACK_FOR_ROWS)
+
+
+def packed_weight(weight: torch.Tensor, product: str = PACKED) -> torch.Tensor:
+    """``product``'s packed copy of ``weight`` ([N, K] float32; MKL's by default), made on first
+    use and kept."""
+    key = (product, id(weight))
     entry = _packed.get(key)
     if entry is not None and entry[0]() is weight and entry[1] == weight._version:
         return entry[2]
     # One copy serves every row count (packed_product_is_exact checks it); PACK_FOR_ROWS tunes it.
-    packed = torch.ops.mkl._mkl_reorder_linear_weight(weight.detach(), PACK_FOR_ROWS)
+    packed = _reorder(weight, product)
     _packed[key] = (weakref.ref(weight, lambda _, key=key: _packed.pop(key, None)), weight._version, packed)
     return packed
 
 
-def forget_packed() -> None:
-    """Drop every packed copy (after a weight update: loaders write ``param.data`` in place,
-    which leaves a parameter's version as it was); the next product packs the new weights."""
-    _packed.clear()
+def forget_packed(keep: str | None = None) -> None:
+    """Drop every packed copy but ``keep``'s (after a weight update, none: loaders write
+    ``param.data`` in place, which leaves a parameter's version as it was); the next product packs
+    the new weights."""
+    for key in [key for key in _packed if key[0] != keep]:
+        del _packed[key]
 
 
 def packed_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -178,19 +209,31 @@ def packed_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
-def packed_product_is_exact(rows: range = range(MIN_ROWS, PACKED_MAX_ROWS + 1)) -> bool:
-    """Whether :func:`packed_product` equals ``F.linear`` (to float32 rounding) at every row count
-    in ``rows`` on this MKL: the guard on one packed copy serving every row count.  The weight's
-    sides are no multiple of MKL's panel widths, so its edge cases run too."""
-    if not packed_available():
+def onednn_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``x @ weight.T (+ bias)`` by oneDNN's GEMM over ``packed_weight(weight, ONEDNN)``, in ``x``'s
+    leading shape (one reordered copy serves every row count: :func:`packed_product_is_exact`)."""
+    rows = x.reshape(-1, x.shape[-1])
+    out = torch.ops.mkldnn._linear_pointwise(rows, packed_weight(weight, ONEDNN), bias, "none", [None], "")
+    return out.view(*x.shape[:-1], weight.shape[0])
+
+
+def packed_product_is_exact(
+    rows: range = range(MIN_ROWS, PACKED_MAX_ROWS + 1), product: str = PACKED
+) -> bool:
+    """Whether ``product`` (:func:`packed_product` by default, or :func:`onednn_product`) equals
+    ``F.linear`` (to float32 rounding) at every row count in ``rows`` on this torch: the guard on one
+    packed copy serving every row count.  The weight's sides are no multiple of the libraries'
+    panel widths, so their edge cases run too."""
+    if not (onednn_available() if product == ONEDNN else packed_available()):
         return False
+    multiply = onednn_product if product == ONEDNN else packed_product
     generator = torch.Generator().manual_seed(0)
     weight = torch.nn.Parameter(torch.randn(200, 72, generator=generator), requires_grad=False)
     bias = torch.randn(200, generator=generator)
     with torch.inference_mode():
         for count in rows:
             x = torch.randn(count, weight.shape[1], generator=generator)
-            if not torch.allclose(packed_product(x, weight, bias), F.linear(x, weight, bias), atol=1e-4):
+            if not torch.allclose(multiply(x, weight, bias), F.linear(x, weight, bias), atol=1e-4):
                 return False
     return True
 
@@ -227,28 +270,33 @@ def fastest_times(
 
 def pays(product: str, few_ms: float, linear_ms: float) -> bool:
     """Whether ``product`` at ``few_ms`` pays against ``F.linear`` at ``linear_ms``: under
-    :data:`PAYS_BELOW` of its time (:data:`PACKED_PAYS_BELOW` for the packed product)."""
-    return few_ms < (PACKED_PAYS_BELOW if product == PACKED else PAYS_BELOW) * linear_ms
+    :data:`PAYS_BELOW` of its time (:data:`PACKED_PAYS_BELOW` for the packed products)."""
+    return few_ms < (PACKED_PAYS_BELOW if product in PACKED_PRODUCTS else PAYS_BELOW) * linear_ms
 
 
 def fastest_product(
     weights: torch.Tensor | Sequence[torch.Tensor],
 ) -> tuple[str | None, dict[str, float]]:
     """The few-row product to use on this CPU, timed on ``weights`` (the target's linears and
-    lm_head) in one round of turns with ``F.linear``: the faster of :data:`MM` and :data:`PACKED`
-    (where MKL has it and :func:`packed_product_is_exact`) if it pays against ``F.linear``, else
-    None; and every time measured (ms, by name)."""
+    lm_head) in one round of turns with ``F.linear``: the fastest of :data:`MM`, :data:`PACKED` and
+    :data:`ONEDNN` (the packed two where this torch has them and :func:`packed_product_is_exact`)
+    that pays against ``F.linear``, else None; and every time measured (ms, by name).  Only the
+    chosen product's packed copies are kept."""
     weights = [weights] if isinstance(weights, torch.Tensor) else list(weights)
-    products = {"F.linear": F.linear, MM: mm_product}
+    products: dict[str, Callable[..., torch.Tensor]] = {"F.linear": F.linear, MM: mm_product}
     if packed_product_is_exact():
         products[PACKED] = packed_product
+    if packed_product_is_exact(product=ONEDNN):
+        products[ONEDNN] = onednn_product
     times = fastest_times(weights, products)
-    if PACKED in products:  # few_row_product packs parameters only: no other copy is kept for it
-        for weight in weights:
-            if not isinstance(weight, torch.nn.Parameter):
-                _packed.pop(id(weight), None)
     paying = [(times[p], p) for p in products if p != "F.linear" and pays(p, times[p], times["F.linear"])]
-    return (min(paying)[1] if paying else None), times
+    chosen = min(paying)[1] if paying else None
+    # The timing packed every weight for each packed product; a step multiplies by the chosen one's.
+    forget_packed(keep=chosen)
+    for weight in weights:  # a packed product packs parameters only: no other copy is kept
+        if not isinstance(weight, torch.nn.Parameter):
+            _packed.pop((chosen, id(weight)), None)
+    return chosen, times
 
 
 class SmallBatchLinear(torch.nn.Linear):

@@ -256,28 +256,29 @@ def small_batch_linears_setting(
 ) -> str | None:
     """The few-row product (:mod:`..kernels.small_batch_linear`) of the decode step on a CPU
     device, or None for ``F.linear``: ``SGLANG_DFLASH_CPU_SMALL_BATCH_LINEAR`` ``1`` (``mm(W,
-    x.T)``), ``packed`` (MKL's GEMM over once-packed weights) or ``0``, or ``auto`` (default): the
-    faster of the two where it beats ``F.linear`` on the target ``model``'s float32 linears
-    (:func:`target_linear_weights`) and ``lm_head`` together, timed here.  (The lm_head alone is a
-    poor judge: one weight read from memory costs about the same by any product, and the choice
-    flipped between startups.)"""
+    x.T)``), ``packed`` (MKL's GEMM over once-packed weights), ``onednn`` (oneDNN's, the same way)
+    or ``0``, or ``auto`` (default): the fastest of them where it beats ``F.linear`` on the target
+    ``model``'s float32 linears (:func:`target_linear_weights`) and ``lm_head`` together, timed
+    here.  (The lm_head alone is a poor judge: one weight read from memory costs about the same by
+    any product, and the choice flipped between startups.)"""
     value = os.environ.get(small_batch_linear.ENV, "auto").strip()
     if value not in small_batch_linear.SETTINGS:
         raise ValueError(
             f"sglang-dflash: {small_batch_linear.ENV} is {value!r}; expected 'auto' (default: the "
-            "fastest product, timed at startup), '1', 'packed' or '0'"
+            "fastest product, timed at startup), '1', 'packed', 'onednn' or '0'"
         )
     if torch.device(device).type != "cpu" or value == "0":
         return None
     if value == "1":
         return small_batch_linear.MM
-    if value == small_batch_linear.PACKED:
-        if not small_batch_linear.packed_product_is_exact():
+    if value in small_batch_linear.PACKED_PRODUCTS:
+        if not small_batch_linear.packed_product_is_exact(product=value):
+            library = "oneDNN" if value == small_batch_linear.ONEDNN else "MKL"
             raise ValueError(
-                f"sglang-dflash: {small_batch_linear.ENV} is 'packed', but this torch has no MKL "
+                f"sglang-dflash: {small_batch_linear.ENV} is {value!r}, but this torch has no {library} "
                 "packed GEMM whose product equals F.linear's; expected 'auto', '1' or '0' here"
             )
-        return small_batch_linear.PACKED
+        return value
     if lm_head is None or lm_head.dtype != torch.float32 or lm_head.dim() != 2:
         return None  # the few-row products apply to float32 only
     linears = [] if model is None else target_linear_weights(model)
@@ -298,11 +299,12 @@ def step_uses_few_row_linears(product: str | None, verify_width: int) -> str | N
 
     A width-1 step is plain decoding's shape (one row per request): with ``mm(W, x.T)`` it keeps
     plain decoding's ``F.linear``, since at 6-12 rows, a batch of that many requests, ``mm`` is
-    slower than ``F.linear`` on small weights.  The packed product ties ``F.linear`` at 2 rows and
-    beats it from 4 (SmolLM2's 30 layers at 16 rows: 36 ms against 46), so a width-1 step of the
-    adaptive policy takes it too (one request is one row: ``F.linear`` either way).
+    slower than ``F.linear`` on small weights.  The packed products tie or beat ``F.linear`` from
+    2 rows (SmolLM2's 30 layers at 16 rows: MKL's 36 ms against 46 on a Xeon, oneDNN's 27 against
+    55 on an EPYC), so a width-1 step of the adaptive policy takes them too (one request is one
+    row: ``F.linear`` either way).
     """
-    return product if verify_width > 1 or product == small_batch_linear.PACKED else None
+    return product if verify_width > 1 or product in small_batch_linear.PACKED_PRODUCTS else None
 
 
 def check_draft_dtype(target_dtype: torch.dtype, draft_dtype: torch.dtype) -> None:
