@@ -49,20 +49,6 @@ def packed_for(pack_rows: int) -> Product:
     return product
 
 
-def onednn_packed_for(pack_rows: int) -> Product:
-    """oneDNN's GEMM over a copy of each weight reordered once for ``pack_rows`` rows (the
-    worker's ``onednn`` product)."""
-    copies: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-
-    def product(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        entry = copies.get(id(w))
-        if entry is None or entry[0] is not w:
-            entry = copies[id(w)] = (w, torch.ops.mkldnn._reorder_linear_weight(w, pack_rows))
-        return torch.ops.mkldnn._linear_pointwise(x, entry[1], None, "none", [None], "")
-
-    return product
-
-
 PRODUCTS: dict[str, Product] = {
     "F.linear": lambda x, w: F.linear(x, w),
     "mm(W, x.T)": lambda x, w: torch.mm(w, x.t()),
@@ -72,9 +58,8 @@ if small_batch_linear.packed_available():  # x86 torch builds with MKL
     PRODUCTS["packed for 4 rows"] = packed_for(4)  # the worker's packing before 2026-12-06's second change
     PRODUCTS[f"packed for {PACK_NOW} rows"] = packed_for(PACK_NOW)
 if small_batch_linear.onednn_available():  # torch builds with oneDNN
-    PRODUCTS[f"oneDNN for {small_batch_linear.PACK_FOR_ROWS} rows"] = onednn_packed_for(
-        small_batch_linear.PACK_FOR_ROWS
-    )
+    # The worker's own product: reordered once per weight for PACK_FOR_ROWS rows.
+    PRODUCTS[f"oneDNN for {small_batch_linear.PACK_FOR_ROWS} rows"] = small_batch_linear.onednn_product
 
 
 def median_seconds(run: Callable[[], object], repeats: int) -> float:

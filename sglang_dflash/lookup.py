@@ -47,20 +47,28 @@ def propose(context: Sequence[int], num_tokens: int) -> list[int]:
 @dataclass(frozen=True)
 class Proposals:
     """Proposals for several requests (or a replay's anchors): ``tokens`` [n, num_tokens] long,
-    padded with :data:`NO_TOKEN`, and the lookup ``nodes`` each is worth: the whole branch, or none
-    where there is no proposal (the drafter's drafts a branch holds there were rarely right)."""
+    padded with :data:`NO_TOKEN` (an empty proposal is a row of it)."""
 
     tokens: torch.Tensor
-    nodes: list[int]
 
     @classmethod
     def of(cls, proposals: Sequence[list[int]], num_tokens: int) -> Proposals:
         """``proposals`` (each at most ``num_tokens`` tokens), padded."""
-        tokens = torch.tensor(
-            [proposal + [NO_TOKEN] * (num_tokens - len(proposal)) for proposal in proposals],
-            dtype=torch.long,
-        ).view(len(proposals), num_tokens)
-        return cls(tokens, [num_tokens if proposal else 0 for proposal in proposals])
+        return cls(
+            torch.tensor(
+                [proposal + [NO_TOKEN] * (num_tokens - len(proposal)) for proposal in proposals],
+                dtype=torch.long,
+            ).view(len(proposals), num_tokens)
+        )
+
+    @property
+    def nodes(self) -> list[int]:
+        """The lookup nodes each proposal is worth: the whole branch, or none where there is no
+        proposal (the drafter's drafts a branch holds there were rarely right)."""
+        rows, width = self.tokens.shape
+        if width == 0:
+            return [0] * rows
+        return [width if found else 0 for found in (self.tokens[:, 0] != NO_TOKEN).tolist()]
 
     def step_nodes(self) -> int:
         """The branch a step verifying all of them gives its tree: what the best proposal is worth."""

@@ -130,7 +130,7 @@ def few_row_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
     :func:`packed_product` or :func:`onednn_product` for parameters when ``"packed"`` or
     ``"onednn"`` is active, ``mm(weight, x.T).T`` else."""
     if takes_packed(weight):
-        return (onednn_product if _active == ONEDNN else packed_product)(x, weight, bias)
+        return _packed_multiply(_active)(x, weight, bias)
     return mm_product(x, weight, bias)
 
 
@@ -217,6 +217,11 @@ def onednn_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
+def _packed_multiply(product: str) -> Callable[..., torch.Tensor]:
+    """The multiply of packed product ``product`` (looked up at call time, so tests may wrap it)."""
+    return onednn_product if product == ONEDNN else packed_product
+
+
 def packed_product_is_exact(
     rows: range = range(MIN_ROWS, PACKED_MAX_ROWS + 1), product: str = PACKED
 ) -> bool:
@@ -226,7 +231,7 @@ def packed_product_is_exact(
     panel widths, so their edge cases run too."""
     if not (onednn_available() if product == ONEDNN else packed_available()):
         return False
-    multiply = onednn_product if product == ONEDNN else packed_product
+    multiply = _packed_multiply(product)
     generator = torch.Generator().manual_seed(0)
     weight = torch.nn.Parameter(torch.randn(200, 72, generator=generator), requires_grad=False)
     bias = torch.randn(200, generator=generator)
@@ -284,10 +289,9 @@ def fastest_product(
     chosen product's packed copies are kept."""
     weights = [weights] if isinstance(weights, torch.Tensor) else list(weights)
     products: dict[str, Callable[..., torch.Tensor]] = {"F.linear": F.linear, MM: mm_product}
-    if packed_product_is_exact():
-        products[PACKED] = packed_product
-    if packed_product_is_exact(product=ONEDNN):
-        products[ONEDNN] = onednn_product
+    for product in PACKED_PRODUCTS:
+        if packed_product_is_exact(product=product):
+            products[product] = _packed_multiply(product)
     times = fastest_times(weights, products)
     paying = [(times[p], p) for p in products if p != "F.linear" and pays(p, times[p], times["F.linear"])]
     chosen = min(paying)[1] if paying else None
