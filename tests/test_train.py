@@ -88,6 +88,82 @@ def test_position_weights_decay_and_skip_the_anchor():
     assert position_weights(4, None).tolist() == [0, 1, 1, 1]
 
 
+def _block_batch_with_padding(vocab: int, block_size: int, mask_token_id: int):
+    """Two sequences of 14 tokens, the second's response too short for its 6 anchors (padding blocks)."""
+    ids = torch.randint(0, vocab, (2, 14), generator=torch.Generator().manual_seed(3))
+    loss_mask = torch.zeros(2, 14, dtype=torch.bool)
+    loss_mask[0, 4:] = True
+    loss_mask[1, 11:] = True
+    anchors = sample_anchors(loss_mask, 6, torch.Generator().manual_seed(4))
+    assert (anchors[1] == -1).any() and (anchors[0] >= 0).all()
+    return build_blocks(ids, loss_mask, anchors, block_size, mask_token_id)
+
+
+@pytest.mark.parametrize(("precision", "group_blocks"), [("fp32", 16), ("fp32", 2), ("fp32", 1), ("bf16", 2)])
+def test_the_factored_block_attention_trains_exactly_as_the_dense_mask(monkeypatch, precision, group_blocks):
+    from sglang_dflash import draft_model
+    from sglang_dflash.draft_model import BlockVisibility
+    from sglang_dflash.train import objective
+    from sglang_dflash.train.trainer import train_autocast
+
+    # Groups of 1 and 2 blocks (of 6) stop their context scores at earlier columns than one group of all.
+    monkeypatch.setattr(draft_model, "GROUP_BLOCKS", group_blocks)
+
+    target = make_tiny_target("qwen3", seed=0)
+    blocks = _block_batch_with_padding(target.config.vocab_size, 4, 3)
+    drafter = make_tiny_drafter(target.config, num_layers=2, block_size=4).train()
+    width = drafter.config.num_context_layers * target.config.hidden_size
+    features = torch.randn(2, 14, width, generator=torch.Generator().manual_seed(5))
+    valid = torch.ones(2, 14, dtype=torch.bool)
+    weights = position_weights(4, 2.0)
+
+    def loss_and_grads(drafter):
+        drafter.zero_grad()
+        with train_autocast(precision, "cpu"):
+            out = objective.dflash_loss(
+                drafter,
+                target.get_input_embeddings(),
+                target.get_output_embeddings(),
+                features,
+                valid,
+                blocks,
+                weights,
+            )
+        out.loss.backward()
+        return out, {name: p.grad.clone() for name, p in drafter.named_parameters()}
+
+    assert isinstance(
+        objective.block_attention(drafter, blocks, torch.arange(14)[None], valid)[False][False],
+        BlockVisibility,
+    )
+    factored, factored_grads = loss_and_grads(drafter)
+
+    def dense(drafter, blocks, context_positions, context_visible):
+        return drafter.attention_masks(blocks.positions, context_positions, context_visible, blocks.block_ids)
+
+    monkeypatch.setattr(objective, "block_attention", dense)
+    masked, masked_grads = loss_and_grads(drafter)
+    # float32: the same numbers; bf16 autocast: the same up to its rounding (a few parts in a hundred).
+    tol = {"fp32": 1e-5, "bf16": 3e-2}[precision]
+    assert factored.loss.item() == pytest.approx(masked.loss.item(), rel=tol)
+    assert torch.equal(factored.accuracy.isnan(), masked.accuracy.isnan())
+    for name, grad in masked_grads.items():
+        assert (factored_grads[name] - grad).norm() <= tol * grad.norm() + 1e-12, name
+    assert any(g.abs().sum() > 0 for g in masked_grads.values())
+
+
+def test_a_causal_or_sliding_drafter_keeps_the_dense_block_mask():
+    from sglang_dflash.train.objective import block_attention
+
+    target = make_tiny_target("qwen3", seed=0)
+    blocks = _block_batch_with_padding(target.config.vocab_size, 4, 3)
+    valid = torch.ones(2, 14, dtype=torch.bool)
+    visible = context_visibility(blocks, valid)
+    causal = make_tiny_drafter(target.config, num_layers=2, block_size=4, is_causal=True)
+    masks = block_attention(causal, blocks, torch.arange(14)[None].expand(2, -1), visible)
+    assert isinstance(masks[False][True], torch.Tensor) and masks[False][True].dtype == torch.bool
+
+
 def config(path, output, **kw):
     return tiny_train_config(path, output, **kw)
 
@@ -253,6 +329,33 @@ def test_a_warm_start_is_scored_on_the_held_out_records_before_its_first_update(
     train(config(path, tmp_path / "plain", steps=2, log_every=1), target=target)
     assert [row["step"] for row in training_rows(tmp_path / "plain" / "train_log.jsonl")] == [0, 1]
     assert len(open(tmp_path / "plain" / "train_log.jsonl").readlines()) == 2
+
+
+def test_the_heldout_score_keeps_its_own_block_count_whatever_the_steps_draw(corpus, trained, tmp_path):
+    from sglang_dflash.train.trainer import HELDOUT_ANCHORS, heldout_acceptance
+
+    target, path, _ = corpus
+    earlier, _ = trained
+    scores = {}
+    for anchors in (2, HELDOUT_ANCHORS, 4 * HELDOUT_ANCHORS):
+        cfg = config(path, tmp_path / str(anchors), heldout=8, num_anchors=anchors, init_drafter=str(earlier))
+        _, heldout = load_training_data(cfg, target)
+        drafter = build_drafter(cfg, target)
+        scores[anchors] = heldout_acceptance(
+            drafter, target, heldout, cfg, position_weights(cfg.block_size, cfg.gamma)
+        )
+    # A run drawing 2 or 128 blocks a sequence is scored on the same held-out blocks as one drawing 32.
+    assert scores[2] == scores[HELDOUT_ANCHORS] == scores[4 * HELDOUT_ANCHORS], scores
+    # The steps themselves do draw by the run's count: 2 blocks a sequence are fewer than 32.
+    cfg = config(path, tmp_path / "count", heldout=8, num_anchors=2)
+    _, heldout = load_training_data(cfg, target)
+    from sglang_dflash.train.trainer import train_step
+
+    drafter = build_drafter(cfg, target)
+    weights = position_weights(cfg.block_size, cfg.gamma)
+    few = train_step(drafter, target, heldout, cfg, 0, weights)
+    many = train_step(drafter, target, heldout, replace(cfg, num_anchors=HELDOUT_ANCHORS), 0, weights)
+    assert few.loss.item() != pytest.approx(many.loss.item(), abs=1e-6)
 
 
 def test_a_grown_warm_start_drafts_what_the_earlier_drafter_did_then_trains_its_new_layer(

@@ -39,6 +39,8 @@
 #   LR=8e-4 WARMUP=30 THREADS=1        peak learning rate, warmup steps, torch threads (a warm restart from
 #                                      a trained drafter: LR=3e-5 WARMUP=50, RUNS.md "Fifty-seventh run")
 #   MIN_LR_RATIO=0.1                   the cosine's floor as a share of LR (1: a constant LR)
+#   ANCHORS=32                         blocks drawn per sequence a step (train --num-anchors): each drawn
+#                                      sequence's feature pass is paid once however many blocks it feeds
 #   GAMMA=3                            block position i's loss weight exp(-(i-1)/GAMMA) (train --gamma; runs
 #                                      before the twenty-fifth: 7, the paper's; README "Twenty-fifth run")
 #   DISTILL_WEIGHT=0                   with FEATURES_FROM_TOKENS=1, the share of each position's loss that is
@@ -168,7 +170,7 @@ num_chunks=$(cat "$work/num_chunks")
 want train && stage train sglang-dflash train --target "$target" --features "$features" \
   ${EXTRA_FEATURES:+--extra-features $EXTRA_FEATURES} --num-chunks "$num_chunks" \
   --out "$work/drafter" --num-draft-layers "${DRAFT_LAYERS:-2}" --block-size 16 --target-layer-ids $layers \
-  --mask-token-id 6 --mask-token "<filename>" --steps "${STEPS:-700}" --batch-size 8 --num-anchors 32 \
+  --mask-token-id 6 --mask-token "<filename>" --steps "${STEPS:-700}" --batch-size 8 --num-anchors "${ANCHORS:-32}" \
   --max-seq-len 512 --lr "${LR:-8e-4}" --min-lr-ratio "${MIN_LR_RATIO:-0.1}" --warmup-steps "${WARMUP:-30}" --gamma "${GAMMA:-3}" --sample-positions --heldout "${HELDOUT:-32}" ${HELDOUT_AMONG:+--heldout-among "$HELDOUT_AMONG"} --eval-every "${EVAL_EVERY:-50}" \
   --snapshot-every 50 --save-every "${SAVE_EVERY:-10}" --log-every 5 --threads "${THREADS:-1}" --precision "${PRECISION:-auto}" \
   --max-shard-mb 24 --device cpu ${TRAIN_MINUTES:+--max-minutes "$TRAIN_MINUTES"} \

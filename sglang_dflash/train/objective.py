@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..draft_model import DFlashDraftModel
+from ..draft_model import BlockVisibility, DFlashDraftModel
 
 IGNORE = -100
 
@@ -128,9 +128,30 @@ def block_hidden(
     ctx_positions = torch.arange(length, device=target_features.device)[None].expand(rows, -1)
     context = drafter.project_context(target_features)
     context_kv = drafter.context_kv(context, ctx_positions)
-    visible = context_visibility(blocks, context_valid)
-    masks = drafter.attention_masks(blocks.positions, ctx_positions, visible, blocks.block_ids)
-    return drafter(embed(blocks.tokens), blocks.positions, context_kv, masks)
+    attention = block_attention(drafter, blocks, ctx_positions, context_visibility(blocks, context_valid))
+    return drafter(embed(blocks.tokens), blocks.positions, context_kv, attention)
+
+
+def block_attention(
+    drafter: DFlashDraftModel,
+    blocks: BlockBatch,
+    context_positions: torch.Tensor,
+    context_visible: torch.Tensor,
+) -> dict[bool, dict[bool, torch.Tensor | BlockVisibility]]:
+    """The attention pattern of a batch of blocks, keyed as :meth:`DFlashDraftModel.attention_masks`.
+
+    Where every layer is bidirectional and full (the published drafters), the pattern stays
+    factored (:class:`~sglang_dflash.draft_model.BlockVisibility`): the dense mask's scores grow
+    with the square of the blocks per sequence (a step of 128 blocks a sequence took 3.6 times one
+    of 32 on CPU, docs/training.md), the factored ones linearly.  Padding blocks (id -1) then see
+    only their own block instead of every padding block: their positions carry no loss either way.
+    """
+    config = drafter.config
+    layers = range(config.num_hidden_layers)
+    if any(config.layer_is_sliding(i) or config.layer_is_causal(i) for i in layers):
+        return drafter.attention_masks(blocks.positions, context_positions, context_visible, blocks.block_ids)
+    block_size = blocks.positions.shape[1] // blocks.anchors.shape[1]
+    return {False: {False: BlockVisibility(context_visible, block_size)}}
 
 
 def distillation_kl(

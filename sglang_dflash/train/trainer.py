@@ -66,6 +66,9 @@ from .objective import (
 from .tokens import TokenFeatureStores
 
 CHECKPOINT = os.path.join("checkpoints", "last.pt")
+# Blocks per held-out sequence: every run's held-out curve used 32 (the steps' default), whatever
+# its own --num-anchors, so that curves of runs with other batch shapes still compare.
+HELDOUT_ANCHORS = 32
 
 
 def train_error(name: str, value: object, expected: str) -> ValueError:
@@ -605,12 +608,14 @@ def heldout_acceptance(
     # every earlier run's (CUDA runs always evaluated under bf16 autocast).
     precision = config.precision if config.device.startswith("cuda") else "fp32"
     for step in batches:
-        # The held-out anchors keep their own seed, so the curve compares across runs and orders;
-        # its loss is the cross-entropy alone, distilling or not, for the same reason.
+        # The held-out anchors keep their own seed and count, so the curve compares across runs,
+        # orders and batch shapes; its loss is the cross-entropy alone, distilling or not, for the
+        # same reason.
         full = dataclasses.replace(
             config,
             sample_positions=False,
             order_seed=config.seed + 1,
+            num_anchors=HELDOUT_ANCHORS,
             precision=precision,
             distill_weight=0.0,
         )
