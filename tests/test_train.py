@@ -152,7 +152,7 @@ def test_the_factored_block_attention_trains_exactly_as_the_dense_mask(monkeypat
     assert any(g.abs().sum() > 0 for g in masked_grads.values())
 
 
-def test_a_causal_or_sliding_drafter_keeps_the_dense_block_mask():
+def test_a_causal_drafter_keeps_the_dense_block_mask():
     from sglang_dflash.train.objective import block_attention
 
     target = make_tiny_target("qwen3", seed=0)
@@ -332,7 +332,7 @@ def test_a_warm_start_is_scored_on_the_held_out_records_before_its_first_update(
 
 
 def test_the_heldout_score_keeps_its_own_block_count_whatever_the_steps_draw(corpus, trained, tmp_path):
-    from sglang_dflash.train.trainer import HELDOUT_ANCHORS, heldout_acceptance
+    from sglang_dflash.train.trainer import HELDOUT_ANCHORS, heldout_acceptance, train_step
 
     target, path, _ = corpus
     earlier, _ = trained
@@ -349,8 +349,6 @@ def test_the_heldout_score_keeps_its_own_block_count_whatever_the_steps_draw(cor
     # The steps themselves do draw by the run's count: 2 blocks a sequence are fewer than 32.
     cfg = config(path, tmp_path / "count", heldout=8, num_anchors=2)
     _, heldout = load_training_data(cfg, target)
-    from sglang_dflash.train.trainer import train_step
-
     drafter = build_drafter(cfg, target)
     weights = position_weights(cfg.block_size, cfg.gamma)
     few = train_step(drafter, target, heldout, cfg, 0, weights)
