@@ -160,24 +160,21 @@ def _group_attention(
     blocks = queries // size
     k_ctx, v_ctx = context_kv
     kv_heads, context_len = k_ctx.shape[1], k_ctx.shape[2]
-    groups = heads // kv_heads  # query head j * groups + g reads K/V head j (GQA), as SDPA's enable_gqa
+    per_kv = heads // kv_heads  # query head j * per_kv + g reads K/V head j (GQA), as SDPA's enable_gqa
     scale = 1.0 / math.sqrt(dim)
     # Query heads grouped under their K/V head, so the context K/V are read without copies.
-    q_grouped = q.reshape(rows, kv_heads, groups * queries, dim)
-    ctx_scores = (q_grouped @ k_ctx.transpose(-1, -2)).view(
-        rows, kv_heads, groups, queries, context_len
-    ) * scale
-    ctx_scores = ctx_scores.masked_fill(~context_visible[:, None, None], float("-inf"))
-    q_b = q.reshape(rows, kv_heads, groups, blocks, size, dim)
+    q_grouped = q.reshape(rows, kv_heads, per_kv * queries, dim)
+    by_block = (rows, kv_heads, per_kv, blocks, size)
+    ctx_scores = (q_grouped @ k_ctx.transpose(-1, -2)).view(*by_block, context_len) * scale
+    hidden = ~context_visible.view(rows, 1, 1, blocks, size, context_len)
+    ctx_scores = ctx_scores.masked_fill(hidden, float("-inf"))
+    q_b = q.reshape(*by_block, dim)
     k_b, v_b = (t.reshape(rows, kv_heads, 1, blocks, size, dim) for t in block_kv)
     own_scores = (q_b @ k_b.transpose(-1, -2)) * scale
-    ctx_scores = ctx_scores.view(rows, kv_heads, groups, blocks, size, context_len)
     probs = torch.cat([ctx_scores, own_scores], dim=-1).softmax(dim=-1).to(v_ctx.dtype)
-    from_context = probs[..., :context_len].reshape(rows, kv_heads, groups * queries, context_len) @ v_ctx
+    from_context = probs[..., :context_len].reshape(rows, kv_heads, per_kv * queries, context_len) @ v_ctx
     from_block = probs[..., context_len:] @ v_b
-    return (from_context.view(rows, kv_heads, groups, blocks, size, dim) + from_block).reshape(
-        rows, heads, queries, dim
-    )
+    return (from_context.view(*by_block, dim) + from_block).reshape(rows, heads, queries, dim)
 
 
 class DFlashAttention(nn.Module):

@@ -43,6 +43,11 @@ class BlockBatch:
     block_ids: torch.Tensor  # which block (0..A-1) each query belongs to; -1 for padding blocks
     anchors: torch.Tensor  # [R, A] anchor positions (-1 for padding)
 
+    @property
+    def block_size(self) -> int:
+        """Queries per block: each row holds its A blocks' queries one block after the other."""
+        return self.positions.shape[1] // self.anchors.shape[1]
+
     def to(self, device: torch.device | str) -> BlockBatch:
         """The same blocks with every tensor on ``device``."""
         return BlockBatch(*(getattr(self, f.name).to(device) for f in dataclasses.fields(self)))
@@ -106,8 +111,7 @@ def position_weights(block_size: int, gamma: float | None) -> torch.Tensor:
 
 def context_visibility(blocks: BlockBatch, context_valid: torch.Tensor) -> torch.Tensor:
     """[R, A*block_size, T]: query q sees context token t iff t < anchor(q) and t is a real token."""
-    block_size = blocks.positions.shape[1] // blocks.anchors.shape[1]
-    anchor_of_query = blocks.anchors.clamp(min=0).repeat_interleave(block_size, dim=1)
+    anchor_of_query = blocks.anchors.clamp(min=0).repeat_interleave(blocks.block_size, dim=1)
     t = torch.arange(context_valid.shape[1], device=context_valid.device)
     return (t[None, None, :] < anchor_of_query[:, :, None]) & context_valid[:, None, :]
 
@@ -150,8 +154,7 @@ def block_attention(
     layers = range(config.num_hidden_layers)
     if any(config.layer_is_sliding(i) or config.layer_is_causal(i) for i in layers):
         return drafter.attention_masks(blocks.positions, context_positions, context_visible, blocks.block_ids)
-    block_size = blocks.positions.shape[1] // blocks.anchors.shape[1]
-    return {False: {False: BlockVisibility(context_visible, block_size)}}
+    return {False: {False: BlockVisibility(context_visible, blocks.block_size)}}
 
 
 def distillation_kl(
