@@ -40,6 +40,7 @@ from sglang_dflash.train.objective import (
     sample_anchors,
 )
 from sglang_dflash.train.trainer import (
+    CosineSchedule,
     SchedulePacer,
     SequenceBatches,
     TrainConfig,
@@ -2901,6 +2902,69 @@ def test_a_heldout_evaluation_inside_the_timed_window_is_counted_once():
         assert (fitted is None) == (step < 10)
     assert pacer.step_s == pytest.approx(3.0)
     assert fitted == fitted_steps(1000, 11, now, 100.0, 3.0)
+
+
+def test_the_cosine_schedule_bends_where_its_length_changes_without_a_jump():
+    schedule = CosineSchedule(warmup=4, total=24, min_ratio=0.1)
+    assert [schedule(s) for s in range(4)] == [0.25, 0.5, 0.75, 1.0]
+    assert schedule(14) == pytest.approx(0.55)  # half way through the decay: halfway to the floor
+    assert schedule(24) == schedule(99) == pytest.approx(0.1)
+    schedule.retotal(2, 44)  # during the warmup: only the end moves
+    assert (schedule.bend, schedule(24)) == (0, pytest.approx(0.55))
+    before = schedule(24)
+    schedule.retotal(24, 34)  # shorter: the rest of the decay in 10 steps, from where it is
+    assert schedule(24) == pytest.approx(before) and schedule(29) == pytest.approx(
+        0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 0.75))
+    )
+    assert schedule(34) == pytest.approx(0.1)
+    factors = [schedule(s) for s in range(24, 40)]
+    assert all(later <= earlier for earlier, later in zip(factors, factors[1:]))
+
+
+def test_schedule_minutes_refits_the_schedule_when_steps_speed_up_and_a_resume_keeps_its_curve(
+    corpus, tmp_path, monkeypatch
+):
+    """Steps 0-20 take 3 s and later ones 1 s on a fake clock (other work beside the run ended): the
+    first ten timed steps size a 2-minute schedule to 40 steps, the windows after the speed-up to 78,
+    which end exactly at 120 s with the rate falling all the way to its floor (sized once, the run
+    would have ended at 82 s; bent without care, the rate would have jumped up at step 31).  A run
+    stopped by --max-minutes after the bend resumes on the same curve."""
+    from sglang_dflash.train import trainer as trainer_module
+
+    target, path, _ = corpus
+    now = [0.0]
+    real_step = trainer_module.train_step
+
+    def slow_then_fast_step(*args, **kwargs):
+        now[0] += 3.0 if args[4] <= 20 else 1.0
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "time", types.SimpleNamespace(time=lambda: now[0]))
+    monkeypatch.setattr(trainer_module, "train_step", slow_then_fast_step)
+    boxed = config(
+        path,
+        tmp_path / "whole",
+        steps=1000,
+        warmup_steps=5,
+        log_every=1,
+        save_every=1000,
+        schedule_minutes=2.0,
+    )
+    whole = train(boxed, target=target)
+    assert whole["steps_done"] == whole["config"]["steps"] == 78 and now[0] == 120.0
+    lrs = {row["step"]: row["lr"] for row in training_rows(tmp_path / "whole" / "train_log.jsonl")}
+    decay = [lrs[step] for step in range(4, 78)]
+    assert all(later <= earlier for earlier, later in zip(decay, decay[1:]))
+    assert lrs[77] == pytest.approx(boxed.lr * boxed.min_lr_ratio)
+
+    now[0] = 0.0
+    stopped = replace(boxed, output=str(tmp_path / "resumed"), max_minutes=1.2)
+    first = train(stopped, target=target)  # 73 s > 72 after step 30, whose window sized 78 steps
+    assert first["steps_done"] == 31
+    again = train(replace(stopped, max_minutes=None), target=target)
+    assert again["steps_done"] == again["config"]["steps"] == 78
+    resumed = {row["step"]: row["lr"] for row in training_rows(tmp_path / "resumed" / "train_log.jsonl")}
+    assert resumed == pytest.approx(lrs)
 
 
 def test_fitted_steps_stay_between_one_more_step_and_the_cap():

@@ -122,8 +122,8 @@ class TrainConfig:
     snapshot_every: int = 0
     threads: int | None = None
     max_minutes: float | None = None
-    # Size ``steps`` (at most the given one) from the pace of the first steps, so that the schedule
-    # ends this many minutes after the run started: see fitted_steps.
+    # Size ``steps`` (at most the given one) from the pace of the steps, timed every PACE_STEPS, so
+    # that the schedule ends this many minutes after the run started: see SchedulePacer.
     schedule_minutes: float | None = None
     precision: str = "auto"  # the training steps' autocast: see resolve_precision
     # The target's pass for features_from_tokens: fp32 (exact), or bf16 autocast (see TokenFeatureStores).
@@ -301,12 +301,39 @@ def _order_seed(config: TrainConfig) -> int:
     return config.seed if config.order_seed is None else config.order_seed
 
 
-def lr_factor(step: int, warmup: int, total: int, min_ratio: float) -> float:
-    """Linear warmup to 1, then cosine decay to ``min_ratio`` at ``total``."""
-    if step < warmup:
-        return (step + 1) / warmup
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
-    return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+@dataclasses.dataclass
+class CosineSchedule:
+    """The learning rate's factor at a step (a ``LambdaLR`` lambda): linear warmup to 1, then
+    cosine decay to ``min_ratio`` at step ``total``.
+
+    ``--schedule-minutes`` moves ``total`` while the run goes on (:meth:`retotal`); the decay then
+    bends at that step, its progress running on from where it was to 1 at the new ``total``, so the
+    rate never jumps.  An object rather than a function, so the scheduler's state dict saves it and a
+    resumed run continues the same curve.
+    """
+
+    warmup: int
+    total: int
+    min_ratio: float
+    bend: int = 0  # from this step the progress runs linearly from bent_at to 1 at total
+    bent_at: float = 0.0
+
+    def progress(self, step: int) -> float:
+        """How far the decay is at ``step`` (0 at its start, 1 at ``total`` and after)."""
+        start = max(self.bend, self.warmup)
+        left = 1.0 - self.bent_at
+        return min(1.0, self.bent_at + max(0, step - start) * left / max(1, self.total - start))
+
+    def __call__(self, step: int) -> float:
+        if step < self.warmup:
+            return (step + 1) / self.warmup
+        return self.min_ratio + (1 - self.min_ratio) * 0.5 * (1 + math.cos(math.pi * self.progress(step)))
+
+    def retotal(self, step: int, total: int) -> None:
+        """End the decay at ``total`` instead, bent at ``step`` (the next step to run)."""
+        if step > self.warmup:
+            self.bend, self.bent_at = step, self.progress(step)
+        self.total = total
 
 
 # Steps timed before --schedule-minutes sizes the schedule (the first, slower one not among them).
@@ -328,7 +355,9 @@ class SchedulePacer:
     """Sizes the schedule for ``--schedule-minutes``: times :data:`PACE_STEPS` steps after this
     process's first one (the slower first step not among them), held-out evaluations taken out of
     that window and added back at their own rate, so an evaluation inside the window is not counted
-    twice."""
+    twice; then times every next window of as many steps and sizes the schedule again, so that a
+    machine that speeds up or slows down (other work started or ended beside the run) still ends
+    the schedule on time."""
 
     budget_s: float
     eval_every: int  # 0: no held-out evaluation runs
@@ -343,7 +372,8 @@ class SchedulePacer:
         self.eval_total_s += seconds
 
     def step_done(self, step: int, now: float, started: float, steps_cap: int) -> int | None:
-        """After ``step`` finished at ``now``: the schedule's length once the window is timed, else None."""
+        """After ``step`` finished at ``now``: the schedule's length when a window has just been
+        timed, else None."""
         if self.window is None:
             self.window = (step, now, self.eval_total_s)
             return None
@@ -353,6 +383,7 @@ class SchedulePacer:
         self.step_s = (now - began - (self.eval_total_s - evals_before)) / PACE_STEPS
         if self.eval_every:
             self.step_s += self.eval_s / self.eval_every
+        self.window = (step, now, self.eval_total_s)
         return fitted_steps(steps_cap, step + 1, now - started, self.budget_s, self.step_s)
 
 
@@ -756,9 +787,8 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
     optimizer = torch.optim.AdamW(
         drafter.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.95)
     )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: lr_factor(s, config.warmup_steps, config.steps, config.min_lr_ratio)
-    )
+    schedule = CosineSchedule(config.warmup_steps, config.steps, config.min_lr_ratio)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     weights = position_weights(config.block_size, config.gamma)
 
     log_path = os.path.join(config.output, "train_log.jsonl")
@@ -780,8 +810,9 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
         os.remove(log_path)
 
     evaluates = heldout is not None and bool(config.eval_every)
-    # Until --schedule-minutes has sized the schedule (None once it has, or without the flag).
-    pacer = None
+    # While --schedule-minutes sizes the schedule: from this command's start (a resumed run whose
+    # schedule was sized keeps it), None without the flag.
+    pacer, steps_cap = None, config.steps
     if not schedule_fitted:
         pacer = SchedulePacer(60 * config.schedule_minutes, config.eval_every if evaluates else 0)
 
@@ -795,7 +826,7 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
             earlier_seconds + time.time() - started,
             config,
             len(batches.records),
-            pacer is None,
+            schedule_fitted,
         )
 
     history: list[dict] = []
@@ -853,13 +884,14 @@ def train(config: TrainConfig, target: torch.nn.Module | None = None) -> dict:
             torch.save(drafter.state_dict(), snapshot + ".tmp")
             os.replace(snapshot + ".tmp", snapshot)
         bar.update(1)
-        fitted = None if pacer is None else pacer.step_done(step, time.time(), started, config.steps)
-        if fitted is not None:
+        fitted = None if pacer is None else pacer.step_done(step, time.time(), started, steps_cap)
+        if fitted is not None and (fitted != config.steps or not schedule_fitted):
             tqdm.write(
                 f"train: --schedule-minutes {config.schedule_minutes}: {pacer.step_s:.2f} s a step, "
                 f"so the schedule runs {fitted} steps"
             )
-            config, pacer = dataclasses.replace(config, steps=fitted), None
+            schedule.retotal(step + 1, fitted)
+            config, schedule_fitted = dataclasses.replace(config, steps=fitted), True
             bar.total = fitted
         out_of_time = config.max_minutes is not None and time.time() - started > 60 * config.max_minutes
         if out_of_time and step < config.steps - 1:
