@@ -2857,23 +2857,30 @@ def test_time_boxed_training_exports_and_a_rerun_finishes_the_schedule(corpus, t
     assert torch.load(out / "checkpoints" / "last.pt", weights_only=False)["step"] == 20
 
 
+def fake_step_clock(monkeypatch, seconds: Callable[[int], float]) -> list[float]:
+    """The trainer's clock made fake, advanced by ``seconds(step)`` at each training step; returns
+    the clock's one-element list, at 0.0 now, which a test may read or reset."""
+    from sglang_dflash.train import trainer as trainer_module
+
+    now = [0.0]
+    real_step = trainer_module.train_step
+
+    def timed_step(drafter, target, batches, config, step, weights):
+        now[0] += seconds(step)
+        return real_step(drafter, target, batches, config, step, weights)
+
+    monkeypatch.setattr(trainer_module, "time", types.SimpleNamespace(time=lambda: now[0]))
+    monkeypatch.setattr(trainer_module, "train_step", timed_step)
+    return now
+
+
 def test_schedule_minutes_fits_the_schedule_to_the_time_box_and_a_resume_keeps_it(
     corpus, tmp_path, monkeypatch
 ):
     """Every step takes 2 s on a fake clock: after 11 steps (22 s) a 1-minute budget leaves 19 more,
     so the cosine runs 30 steps and ends at its floor; rerunning the command resumes at 30 and stops."""
-    from sglang_dflash.train import trainer as trainer_module
-
     target, path, _ = corpus
-    now = [0.0]
-    real_step = trainer_module.train_step
-
-    def two_second_step(*args, **kwargs):
-        now[0] += 2.0
-        return real_step(*args, **kwargs)
-
-    monkeypatch.setattr(trainer_module, "time", types.SimpleNamespace(time=lambda: now[0]))
-    monkeypatch.setattr(trainer_module, "train_step", two_second_step)
+    now = fake_step_clock(monkeypatch, lambda step: 2.0)
     out = tmp_path / "fitted"
     boxed = config(path, out, steps=1000, warmup_steps=5, log_every=1, save_every=7, schedule_minutes=1.0)
     first = train(boxed, target=target)
@@ -2929,18 +2936,8 @@ def test_schedule_minutes_refits_the_schedule_when_steps_speed_up_and_a_resume_k
     which end exactly at 120 s with the rate falling all the way to its floor (sized once, the run
     would have ended at 82 s; bent without care, the rate would have jumped up at step 31).  A run
     stopped by --max-minutes after the bend resumes on the same curve."""
-    from sglang_dflash.train import trainer as trainer_module
-
     target, path, _ = corpus
-    now = [0.0]
-    real_step = trainer_module.train_step
-
-    def slow_then_fast_step(*args, **kwargs):
-        now[0] += 3.0 if args[4] <= 20 else 1.0
-        return real_step(*args, **kwargs)
-
-    monkeypatch.setattr(trainer_module, "time", types.SimpleNamespace(time=lambda: now[0]))
-    monkeypatch.setattr(trainer_module, "train_step", slow_then_fast_step)
+    now = fake_step_clock(monkeypatch, lambda step: 3.0 if step <= 20 else 1.0)
     boxed = config(
         path,
         tmp_path / "whole",
